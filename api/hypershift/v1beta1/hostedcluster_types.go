@@ -1,0 +1,184 @@
+package v1beta1
+
+import (
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HostedClusterSpec is what a platform team asks for: one hosted control plane.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.infraID) || (has(self.infraID) && self.infraID == oldSelf.infraID)",message="infraID is immutable once set",fieldPath=.infraID
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || (has(self.clusterID) && self.clusterID == oldSelf.clusterID)",message="clusterID is immutable once set",fieldPath=.clusterID
+type HostedClusterSpec struct {
+	// release is the OpenShift release the hosted control plane runs.
+	// Changing it upgrades the control plane.
+	//
+	// +required
+	Release Release `json:"release"`
+
+	// controllerAvailabilityPolicy says how many replicas the control plane's
+	// components, the control-plane-operator among them, run with.
+	//
+	// +optional
+	// +kubebuilder:default=SingleReplica
+	ControllerAvailabilityPolicy AvailabilityPolicy `json:"controllerAvailabilityPolicy,omitempty"`
+
+	// platform is the infrastructure the hosted cluster runs on.
+	//
+	// +required
+	Platform PlatformSpec `json:"platform"`
+
+	// networking holds the hosted cluster's address ranges.
+	//
+	// +optional
+	// +kubebuilder:default={clusterNetwork: {{cidr: "10.132.0.0/14"}}, serviceNetwork: {{cidr: "172.31.0.0/16"}}}
+	Networking ClusterNetworking `json:"networking,omitempty"`
+
+	// pullSecret names a Secret of type kubernetes.io/dockerconfigjson, in the
+	// HostedCluster's namespace, used to pull the release payload and the
+	// control plane's images.
+	//
+	// +required
+	PullSecret LocalObjectReference `json:"pullSecret"`
+
+	// infraID is a short identifier of the cluster's infrastructure, used to
+	// name and tag resources. It cannot be changed once set.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must consist of lowercase letters, digits and '-', and start and end with a letter or digit"
+	InfraID string `json:"infraID,omitempty"`
+
+	// clusterID uniquely identifies the cluster, as an RFC 4122 UUID.
+	// It cannot be changed once set.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=36
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')",message="must be an RFC 4122 UUID in lowercase hexadecimal (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// etcd describes the hosted cluster's etcd.
+	//
+	// +optional
+	// +kubebuilder:default={managementType: Managed}
+	Etcd EtcdSpec `json:"etcd,omitempty"`
+
+	// pausedUntil stops reconciliation of this cluster: an RFC3339 date-time
+	// (for example 2026-01-02T15:04:05Z) pauses until then, "true" pauses until
+	// the field is removed.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=35
+	// +kubebuilder:validation:XValidation:rule="self == 'true' || (self.matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)([.][0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$') && !format.datetime().validate(self).hasValue())",message="must be an RFC3339 date-time such as 2026-01-02T15:04:05Z, or \"true\""
+	PausedUntil *string `json:"pausedUntil,omitempty"`
+
+	// configuration is the OpenShift configuration of the hosted cluster.
+	//
+	// +optional
+	Configuration *ClusterConfiguration `json:"configuration,omitempty"`
+}
+
+// HostedClusterStatus is what the hypershift-operator observed and did.
+type HostedClusterStatus struct {
+	// conditions describe the cluster's state: Available, Progressing,
+	// ValidConfiguration, ValidReleaseImage, ReconciliationActive and
+	// ReconciliationSucceeded.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// version is the release the control plane is asked to run and the
+	// history of releases it has run.
+	//
+	// +optional
+	Version *ClusterVersionStatus `json:"version,omitempty"`
+
+	// controlPlaneOperator shows which control-plane-operator pod holds the
+	// control plane's Lease. It changes only when leadership changes, never
+	// on a renewal.
+	//
+	// +optional
+	ControlPlaneOperator *ControlPlaneOperatorStatus `json:"controlPlaneOperator,omitempty"`
+}
+
+// ClusterVersionStatus is the desired release and the releases a control
+// plane has run, newest first.
+type ClusterVersionStatus struct {
+	// desired is the release the control plane is asked to run.
+	//
+	// +required
+	Desired configv1.Release `json:"desired"`
+
+	// history lists the releases the control plane has run or is rolling out
+	// to, newest first. An entry is Partial until the rollout completes.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	History []configv1.UpdateHistory `json:"history,omitempty"`
+
+	// observedGeneration is the HostedCluster generation the desired release
+	// was taken from.
+	//
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ControlPlaneOperatorStatus shows the control-plane-operator's Lease as far
+// as it changes with leadership.
+type ControlPlaneOperatorStatus struct {
+	// holderIdentity is the Lease's spec.holderIdentity: the name of the pod
+	// that currently leads. Empty while no pod holds the Lease.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	HolderIdentity string `json:"holderIdentity,omitempty"`
+
+	// leaseTransitions is the Lease's spec.leaseTransitions: how many times
+	// leadership changed hands.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LeaseTransitions int32 `json:"leaseTransitions,omitempty"`
+}
+
+// HostedCluster is a Kubernetes control plane hosted on this management
+// cluster. The hypershift-operator runs its control plane in the namespace
+// <namespace>-<name>.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=hostedclusters,shortName=hc;hcs,scope=Namespaced
+// +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".status.version.history[?(@.state==\"Completed\")].version",description="Version of the last completed rollout"
+// +kubebuilder:printcolumn:name="Available",type="string",JSONPath=".status.conditions[?(@.type==\"Available\")].status",description="Whether the hosted control plane is available"
+// +kubebuilder:printcolumn:name="Progressing",type="string",JSONPath=".status.conditions[?(@.type==\"Progressing\")].status",description="Whether a rollout is in progress"
+// +kubebuilder:printcolumn:name="Leader",type="string",JSONPath=".status.controlPlaneOperator.holderIdentity",description="Pod holding the control-plane-operator Lease"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 61",message="metadata.name must be at most 61 characters, so that the control-plane namespace <namespace>-<name> fits in 63"
+type HostedCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the platform team asks for.
+	//
+	// +required
+	Spec HostedClusterSpec `json:"spec"`
+
+	// status is what the hypershift-operator observed.
+	//
+	// +optional
+	Status HostedClusterStatus `json:"status,omitempty"`
+}
+
+// HostedClusterList is a list of HostedClusters.
+//
+// +kubebuilder:object:root=true
+type HostedClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostedCluster `json:"items"`
+}

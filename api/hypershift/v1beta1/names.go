@@ -1,0 +1,60 @@
+package v1beta1
+
+import "strings"
+
+// Names shared by the operators, the CLI and anything that watches them. They
+// are contracts: changing one strands objects that already exist.
+const (
+	// Finalizer holds a HostedCluster (and its HostedControlPlane) until its
+	// control plane has been torn down.
+	Finalizer = "hypershift.openshift.io/finalizer"
+
+	// ClusterAnnotation links an object the hypershift-operator created in a
+	// control-plane namespace back to its HostedCluster, as <namespace>/<name>.
+	ClusterAnnotation = "hypershift.openshift.io/cluster"
+
+	// ControlPlaneOperatorImageAnnotation on a HostedCluster overrides the
+	// control-plane-operator image the release payload names.
+	ControlPlaneOperatorImageAnnotation = "hypershift.openshift.io/control-plane-operator-image"
+
+	// HostedControlPlaneLabel marks a control-plane namespace.
+	HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
+
+	// ControlPlaneOperatorName names the control-plane-operator's
+	// ServiceAccount, Role, RoleBinding and Deployment.
+	ControlPlaneOperatorName = "control-plane-operator"
+
+	// ControlPlaneOperatorLeaseName is the control-plane-operator's Lease in
+	// the control-plane namespace.
+	ControlPlaneOperatorLeaseName = "control-plane-operator-leader-elect"
+
+	// HypershiftOperatorLeaseName is the hypershift-operator's Lease in its
+	// own namespace.
+	HypershiftOperatorLeaseName = "hypershift-operator-leader-elect"
+
+	// MaxNamespaceLength is the longest namespace name Kubernetes accepts.
+	MaxNamespaceLength = 63
+)
+
+// Condition types of HostedCluster and HostedControlPlane status.
+const (
+	// Available is True while the hosted control plane serves.
+	Available = "Available"
+	// Progressing is True while a rollout to a new release is under way.
+	Progressing = "Progressing"
+	// ValidConfiguration is False when the spec cannot be acted on.
+	ValidConfiguration = "ValidConfiguration"
+	// ValidReleaseImage is False when the release payload cannot be read.
+	ValidReleaseImage = "ValidReleaseImage"
+	// ReconciliationActive is False while spec.pausedUntil pauses the cluster.
+	ReconciliationActive = "ReconciliationActive"
+	// ReconciliationSucceeded is False when the last reconcile failed.
+	ReconciliationSucceeded = "ReconciliationSucceeded"
+)
+
+// ControlPlaneNamespace returns the name of the namespace that holds the
+// control plane of the HostedCluster namespace/name: "<namespace>-<name>",
+// with dots in the name replaced by dashes so the result is a DNS label.
+func ControlPlaneNamespace(namespace, name string) string {
+	return namespace + "-" + strings.ReplaceAll(name, ".", "-")
+}

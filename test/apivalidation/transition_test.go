@@ -1,0 +1,82 @@
+package apivalidation_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/hypershift-le/hypershift/api/crds"
+)
+
+// TestImmutabilityRulesBehindEnums covers the immutability rules of fields
+// whose enum has a single value today (platform.type, etcd.managementType):
+// the API server refuses any other value by the enum before it evaluates the
+// rule, so the suites cannot reach the rule. Here the API server's own CEL
+// validator evaluates the rules of the generated CRD directly, ready for the
+// day a second value is added.
+func TestImmutabilityRulesBehindEnums(t *testing.T) {
+	validator, schema := hostedClusterValidator(t)
+	spec := func(platform, etcd string) map[string]any {
+		return map[string]any{
+			"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
+			"metadata": map[string]any{"name": "demo"},
+			"spec": map[string]any{
+				"release":    map[string]any{"image": "quay.io/ocp/release:4.17.0"},
+				"platform":   map[string]any{"type": platform},
+				"pullSecret": map[string]any{"name": "pull-secret"},
+				"etcd":       map[string]any{"managementType": etcd},
+			},
+		}
+	}
+	tests := []struct {
+		name     string
+		old, new map[string]any
+		wantErr  string
+	}{
+		{name: "when nothing changes, the rules pass", old: spec("None", "Managed"), new: spec("None", "Managed")},
+		{name: "when platform.type changes, it is refused", old: spec("None", "Managed"), new: spec("AWS", "Managed"), wantErr: "spec.platform.type: Invalid value: \"AWS\": platform.type is immutable"},
+		{name: "when etcd.managementType changes, it is refused", old: spec("None", "Managed"), new: spec("None", "Unmanaged"), wantErr: "spec.etcd.managementType: Invalid value: \"Unmanaged\": etcd.managementType is immutable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs, _ := validator.Validate(t.Context(), field.NewPath(""), schema, tt.new, tt.old, celconfig.RuntimeCELCostBudget)
+			got := errs.ToAggregate()
+			switch {
+			case tt.wantErr == "" && got != nil:
+				t.Fatalf("want no error, got %v", got)
+			case tt.wantErr != "" && (got == nil || !strings.Contains(got.Error(), tt.wantErr)):
+				t.Fatalf("want an error containing %q, got %v", tt.wantErr, got)
+			}
+		})
+	}
+}
+
+func hostedClusterValidator(t *testing.T) (*cel.Validator, *structuralschema.Structural) {
+	t.Helper()
+	list, err := crds.CustomResourceDefinitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range list {
+		if crd.Spec.Names.Kind != "HostedCluster" {
+			continue
+		}
+		internal := &apiextensions.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, internal, nil); err != nil {
+			t.Fatalf("failed to convert the schema: %v", err)
+		}
+		schema, err := structuralschema.NewStructural(internal)
+		if err != nil {
+			t.Fatalf("failed to build the structural schema: %v", err)
+		}
+		return cel.NewValidator(schema, true, celconfig.PerCallLimit), schema
+	}
+	t.Fatal("the HostedCluster CRD is not embedded")
+	return nil, nil
+}

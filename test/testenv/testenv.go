@@ -1,0 +1,193 @@
+// Package testenv starts a real kube-apiserver and etcd for the project's
+// integration tests (controller-runtime's envtest, with binaries that
+// `make testbin` builds from Go modules), installs the project's CRDs and
+// admission policies, and gives tests what they need on top: a fresh
+// namespace per test, extra users with their own credentials, and the
+// API server's audit log.
+//
+// Start it once per test package from TestMain:
+//
+//	var env *testenv.Env
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{}, &env)) }
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/hypershift-le/hypershift/api/crds"
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// Options selects what the test control plane provides beyond the basics.
+type Options struct {
+	// AuditLog turns on the API server's audit log at Metadata level for
+	// every request; read it with Env.AuditEvents.
+	AuditLog bool
+	// SkipAdmissionPolicies leaves out the project's ValidatingAdmissionPolicies.
+	SkipAdmissionPolicies bool
+}
+
+// Env is a running test control plane.
+type Env struct {
+	// Config authenticates as a cluster admin.
+	Config *rest.Config
+	// Client is a cluster-admin client that knows the project's types.
+	Client client.Client
+	// Scheme knows the Kubernetes and project types.
+	Scheme *runtime.Scheme
+	// AuditLogPath is the audit log file, when Options.AuditLog is set.
+	AuditLogPath string
+
+	env     *envtest.Environment
+	tempDir string
+}
+
+// NewScheme returns a scheme with the Kubernetes built-in types, the
+// apiextensions types and the project's types.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, hyperv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			panic(fmt.Sprintf("failed to build scheme: %v", err))
+		}
+	}
+	return scheme
+}
+
+// Start starts etcd and kube-apiserver, installs the CRDs (waiting until
+// they are served) and, unless skipped, the admission policies (waiting
+// until they are enforced).
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	assets, err := BinaryAssetsDirectory()
+	if err != nil {
+		return nil, err
+	}
+	crdList, err := crds.CustomResourceDefinitions()
+	if err != nil {
+		return nil, err
+	}
+	tempDir, err := os.MkdirTemp("", "testenv-")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)
+	}
+	e := &Env{Scheme: NewScheme(), tempDir: tempDir}
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDs:                  crdList,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                e.Scheme,
+	}
+	if opts.AuditLog {
+		if err := e.configureAuditLog(); err != nil {
+			_ = os.RemoveAll(tempDir)
+			return nil, err
+		}
+	}
+	e.Config, err = e.env.Start()
+	if err != nil {
+		_ = os.RemoveAll(tempDir)
+		return nil, fmt.Errorf("failed to start the test control plane from %s: %w", assets, err)
+	}
+	e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		_ = e.Stop()
+		return nil, fmt.Errorf("failed to create a client: %w", err)
+	}
+	if !opts.SkipAdmissionPolicies {
+		if err := e.installAdmissionPolicies(ctx); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Stop stops the control plane and removes its files.
+func (e *Env) Stop() error {
+	err := e.env.Stop()
+	return errors.Join(err, os.RemoveAll(e.tempDir))
+}
+
+// Main starts the environment, runs the package's tests and stops it. It
+// returns the exit code for os.Exit. A package whose tests need the
+// environment fails as a whole, with the reason, when it cannot start.
+func Main(m *testing.M, opts Options, env **Env) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	e, err := Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the test control plane did not start: %v\n", err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to stop the test control plane: %v\n", err)
+	}
+	return code
+}
+
+// AddUser adds a user authenticated by its own client certificate, member
+// of groups, with no permissions beyond what RBAC grants those names.
+func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, e.Config)
+	if err != nil {
+		return nil, fmt.Errorf("failed to add user %s: %w", name, err)
+	}
+	return user.Config(), nil
+}
+
+// WriteKubeconfig writes a cluster-admin kubeconfig for kubectl to path.
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, e.Config)
+	if err != nil {
+		return fmt.Errorf("failed to add the admin user: %w", err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("failed to render a kubeconfig: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("failed to create the kubeconfig's directory: %w", err)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return fmt.Errorf("failed to write the kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// Namespace creates a namespace for one test, named after it, and deletes it
+// when the test ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(t.Context(), ns); err != nil {
+		t.Fatalf("failed to create a test namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.Client.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+			t.Errorf("failed to delete test namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
+}

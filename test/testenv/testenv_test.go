@@ -1,0 +1,78 @@
+package testenv
+
+import (
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var env *Env
+
+func TestMain(m *testing.M) { os.Exit(Main(m, Options{AuditLog: true}, &env)) }
+
+func TestAddUser(t *testing.T) {
+	ns := env.Namespace(t)
+	cfg, err := env.AddUser("alice", "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := alice.List(t.Context(), list, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
+		t.Fatalf("when no RBAC grants it, listing ConfigMaps should be forbidden, got %v", err)
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "read-configmaps"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "read-configmaps"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "team-a"}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := alice.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		t.Fatalf("when a RoleBinding grants the group, listing should succeed, got %v", err)
+	}
+}
+
+func TestAuditEvents(t *testing.T) {
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "audited"}}
+	if err := env.Client.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Resource == "configmaps" &&
+			e.ObjectRef.Namespace == ns && e.ObjectRef.Name == "audited" && e.ResponseStatus != nil && e.ResponseStatus.Code == 201 {
+			return
+		}
+	}
+	t.Fatalf("the audit log has no successful create of configmap %s/audited among %d events", ns, len(events))
+}
+
+func TestNamespace(t *testing.T) {
+	a, b := env.Namespace(t), env.Namespace(t)
+	if a == b {
+		t.Fatalf("two calls returned the same namespace %s", a)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &corev1.Namespace{}); err != nil {
+		t.Fatalf("namespace %s does not exist: %v", a, err)
+	}
+}
