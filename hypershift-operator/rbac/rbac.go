@@ -1,0 +1,90 @@
+// Package rbac defines, in one place, every permission the hypershift-operator
+// holds and every permission it grants to a control-plane-operator. The HO's
+// ClusterRole includes every rule it puts into a CPO Role: Kubernetes lets a
+// subject grant only what it holds itself.
+package rbac
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// HypershiftOperatorName names the HO's ServiceAccount, ClusterRole,
+// ClusterRoleBinding, leader-election Role and RoleBinding, and Deployment.
+const HypershiftOperatorName = "hypershift-operator"
+
+var (
+	readWrite = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	read      = []string{"get", "list", "watch"}
+)
+
+// ControlPlaneOperatorRules are the permissions of a control-plane-operator in
+// its control-plane namespace: its Lease (create cannot be limited by name;
+// get and update are), the Deployments and Services of the hosted control
+// plane, its HostedControlPlane and that object's status and finalizers,
+// events, and the pull secret the HO copies next to it.
+func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: readWrite},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{PullSecretName}},
+	}
+}
+
+// PullSecretName names the copy of the HostedCluster's pull secret in the
+// control-plane namespace.
+const PullSecretName = "pull-secret"
+
+// HypershiftOperatorRules are the HO's cluster-wide permissions: what it
+// reconciles and creates, plus every rule of ControlPlaneOperatorRules (a
+// Role can only grant what its creator holds).
+func HypershiftOperatorRules() []rbacv1.PolicyRule {
+	own := []rbacv1.PolicyRule{
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: readWrite},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}, Verbs: readWrite},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readWrite},
+		// Watch every control-plane-operator Lease to show its holder.
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read},
+	}
+	return append(own, ControlPlaneOperatorRules()...)
+}
+
+// ClusterRole is the HO's ClusterRole.
+func ClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: HypershiftOperatorName},
+		Rules:      HypershiftOperatorRules(),
+	}
+}
+
+// LeaderElectionRules are the HO's permissions on its own Lease, granted by
+// a Role in the HO's namespace.
+func LeaderElectionRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{hyperv1.HypershiftOperatorLeaseName}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// LeaderElectionRole is the Role, in the HO's namespace, for its own Lease.
+func LeaderElectionRole(namespace string) *rbacv1.Role {
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: HypershiftOperatorName + "-leader-election"},
+		Rules:      LeaderElectionRules(),
+	}
+}

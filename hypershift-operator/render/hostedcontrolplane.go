@@ -1,0 +1,32 @@
+package render
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+)
+
+// HostedControlPlane is the control-plane-operator's input, copied from the
+// HostedCluster with the release image resolved. pausedUntil is left out: the
+// HO writes it with a field owner of its own, so that pausing works while the
+// rest of the spec is frozen.
+func HostedControlPlane(in Inputs) *hyperv1.HostedControlPlane {
+	hc := in.HostedCluster
+	spec := hyperv1.HostedControlPlaneSpec{
+		ReleaseImage:                 in.ReleaseImage,
+		ControllerAvailabilityPolicy: hc.Spec.ControllerAvailabilityPolicy,
+		Platform:                     hc.Spec.Platform,
+		Networking:                   *hc.Spec.Networking.DeepCopy(),
+		PullSecret:                   hyperv1.LocalObjectReference{Name: rbac.PullSecretName},
+		InfraID:                      hc.Spec.InfraID,
+		ClusterID:                    hc.Spec.ClusterID,
+		Etcd:                         hc.Spec.Etcd,
+		Configuration:                hc.Spec.Configuration.DeepCopy(),
+	}
+	return &hyperv1.HostedControlPlane{
+		TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedControlPlane"},
+		ObjectMeta: in.objectMeta(hc.Name),
+		Spec:       spec,
+	}
+}

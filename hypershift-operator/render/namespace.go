@@ -1,0 +1,40 @@
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+)
+
+// Namespace is the control-plane namespace: labelled as one, and with Pod
+// Security "restricted" enforced, audited and warned.
+func Namespace(in Inputs) *corev1.Namespace {
+	meta := in.objectMeta(in.Namespace())
+	meta.Namespace = ""
+	meta.Labels = map[string]string{
+		hyperv1.HostedControlPlaneLabel:              "true",
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+		"pod-security.kubernetes.io/audit":           "restricted",
+		"pod-security.kubernetes.io/audit-version":   "latest",
+		"pod-security.kubernetes.io/warn":            "restricted",
+		"pod-security.kubernetes.io/warn-version":    "latest",
+	}
+	return &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: meta,
+	}
+}
+
+// PullSecret is the copy of the HostedCluster's pull secret in the
+// control-plane namespace, for the control-plane operator's pods.
+func PullSecret(in Inputs, dockerConfigJSON []byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: in.objectMeta(rbac.PullSecretName),
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: dockerConfigJSON},
+	}
+}

@@ -1,0 +1,65 @@
+// Package render computes, as pure functions of a HostedCluster and its
+// resolved inputs, every object the hypershift-operator creates for it: the
+// control-plane namespace, the pull secret copy, the HostedControlPlane, and
+// the control-plane-operator's ServiceAccount, Role, RoleBinding and
+// Deployment. Controllers apply what these functions return; tests compare
+// it with golden files.
+package render
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/config"
+)
+
+// Inputs is everything the objects of one HostedCluster depend on.
+type Inputs struct {
+	// HostedCluster is the cluster being rendered.
+	HostedCluster *hyperv1.HostedCluster
+	// ReleaseImage is the resolved release payload pull spec.
+	ReleaseImage string
+	// ControlPlaneOperatorImage is the image the CPO runs.
+	ControlPlaneOperatorImage string
+	// Election are the CPO's leader-election timings.
+	Election config.LeaderElection
+}
+
+// Validate refuses inputs the renderers must not turn into objects.
+func (in Inputs) Validate() error {
+	if in.HostedCluster == nil {
+		return fmt.Errorf("no HostedCluster to render")
+	}
+	if in.ReleaseImage == "" {
+		return fmt.Errorf("no release image to render")
+	}
+	if in.ControlPlaneOperatorImage == "" {
+		return fmt.Errorf("no control-plane-operator image: the release payload has no hypershift image, and neither the %s annotation nor --control-plane-operator-image names one", hyperv1.ControlPlaneOperatorImageAnnotation)
+	}
+	if err := in.Election.Validate(); err != nil {
+		return fmt.Errorf("refusing to render the control-plane-operator: %w", err)
+	}
+	return nil
+}
+
+// Namespace returns the name of the control-plane namespace.
+func (in Inputs) Namespace() string {
+	return hyperv1.ControlPlaneNamespace(in.HostedCluster.Namespace, in.HostedCluster.Name)
+}
+
+// objectMeta is the metadata every object in the control-plane namespace
+// carries: the link back to its HostedCluster.
+func (in Inputs) objectMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace:   in.Namespace(),
+		Name:        name,
+		Annotations: map[string]string{hyperv1.ClusterAnnotation: ClusterKey(in.HostedCluster)},
+	}
+}
+
+// ClusterKey is the value of the cluster annotation for hc: <namespace>/<name>.
+func ClusterKey(hc *hyperv1.HostedCluster) string {
+	return hc.Namespace + "/" + hc.Name
+}

@@ -1,0 +1,130 @@
+package render
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"k8s.io/utils/ptr"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/testutil"
+)
+
+func testInputs(policy hyperv1.AvailabilityPolicy) Inputs {
+	return Inputs{
+		HostedCluster: &hyperv1.HostedCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"},
+			Spec: hyperv1.HostedClusterSpec{
+				Release:                      hyperv1.Release{Image: "registry.example.com/ocp/release:4.17.0"},
+				ControllerAvailabilityPolicy: policy,
+				Platform:                     hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+				Networking: hyperv1.ClusterNetworking{
+					ClusterNetwork: []hyperv1.ClusterNetworkEntry{{CIDR: "10.132.0.0/14"}},
+					ServiceNetwork: []hyperv1.ServiceNetworkEntry{{CIDR: "172.31.0.0/16"}},
+				},
+				PullSecret:  hyperv1.LocalObjectReference{Name: "demo-pull-secret"},
+				InfraID:     "demo-x7k2p",
+				Etcd:        hyperv1.EtcdSpec{ManagementType: hyperv1.Managed},
+				PausedUntil: ptr.To("true"),
+			},
+		},
+		ReleaseImage:              "registry.example.com/ocp/release@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		ControlPlaneOperatorImage: "registry.example.com/ocp/hypershift@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+		Election:                  config.DefaultControlPlaneOperatorElection,
+	}
+}
+
+// TestRenderGolden compares every rendered object with its golden file.
+func TestRenderGolden(t *testing.T) {
+	for _, policy := range []hyperv1.AvailabilityPolicy{hyperv1.SingleReplica, hyperv1.HighlyAvailable} {
+		in := testInputs(policy)
+		if err := in.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		dir := strings.ToLower(string(policy)) + "/"
+		t.Run(string(policy), func(t *testing.T) {
+			testutil.CompareWithGolden(t, dir+"namespace", Namespace(in))
+			testutil.CompareWithGolden(t, dir+"pull-secret", PullSecret(in, []byte(`{"auths":{}}`)))
+			testutil.CompareWithGolden(t, dir+"hostedcontrolplane", HostedControlPlane(in))
+			testutil.CompareWithGolden(t, dir+"serviceaccount", ControlPlaneOperatorServiceAccount(in))
+			testutil.CompareWithGolden(t, dir+"role", ControlPlaneOperatorRole(in))
+			testutil.CompareWithGolden(t, dir+"rolebinding", ControlPlaneOperatorRoleBinding(in))
+			testutil.CompareWithGolden(t, dir+"deployment", ControlPlaneOperatorDeployment(in))
+		})
+	}
+}
+
+func TestControlPlaneOperatorDeploymentIsRestricted(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ControlPlaneOperatorDeployment(testInputs(hyperv1.HighlyAvailable))
+	results := evaluator.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
+	if agg := policy.AggregateCheckResults(results); !agg.Allowed {
+		t.Fatalf("the CPO pod template violates Pod Security restricted: %s: %s", agg.ForbiddenReason(), agg.ForbiddenDetail())
+	}
+}
+
+func TestControlPlaneOperatorDeployment(t *testing.T) {
+	tests := []struct {
+		name         string
+		policy       hyperv1.AvailabilityPolicy
+		wantReplicas int32
+	}{
+		{name: "when SingleReplica, it runs one CPO", policy: hyperv1.SingleReplica, wantReplicas: 1},
+		{name: "when HighlyAvailable, it runs a leader and a standby", policy: hyperv1.HighlyAvailable, wantReplicas: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInputs(tt.policy)
+			d := ControlPlaneOperatorDeployment(in)
+			if got := *d.Spec.Replicas; got != tt.wantReplicas {
+				t.Errorf("replicas = %d, want %d", got, tt.wantReplicas)
+			}
+			if d.Spec.Strategy.Type != "Recreate" {
+				t.Errorf("strategy = %q, want Recreate", d.Spec.Strategy.Type)
+			}
+			args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+			for _, want := range []string{"--leader-elect=true", "--leader-elect-lease-duration=1m0s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=15s", "--leader-elect-resource-name=control-plane-operator-leader-elect"} {
+				if !strings.Contains(args, want) {
+					t.Errorf("args %q lack %q", args, want)
+				}
+			}
+			if grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; grace <= in.Election.RenewDeadline {
+				t.Errorf("termination grace period %s leaves no time to release the Lease after the renew deadline %s", grace, in.Election.RenewDeadline)
+			}
+		})
+	}
+}
+
+func TestInputsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Inputs)
+		wantErr string
+	}{
+		{name: "when everything is set, it is valid", mutate: func(*Inputs) {}},
+		{name: "when the timings break the invariant, rendering is refused", mutate: func(in *Inputs) { in.Election.RenewDeadline = in.Election.LeaseDuration }, wantErr: "refusing to render the control-plane-operator: leader election lease duration (1m0s) must be greater than the renew deadline (1m0s)"},
+		{name: "when no CPO image is known, rendering is refused", mutate: func(in *Inputs) { in.ControlPlaneOperatorImage = "" }, wantErr: "no control-plane-operator image"},
+		{name: "when no release image is known, rendering is refused", mutate: func(in *Inputs) { in.ReleaseImage = "" }, wantErr: "no release image"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInputs(hyperv1.SingleReplica)
+			tt.mutate(&in)
+			err := in.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("want valid, got %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("want an error containing %q, got %v", tt.wantErr, err)
+			}
+		})
+	}
+}
