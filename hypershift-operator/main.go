@@ -8,16 +8,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hypershift-le/hypershift/cmd/version"
+	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
 )
 
 func main() {
 	root := &cobra.Command{
 		Use:          "hypershift-operator",
 		Short:        "Reconcile HostedClusters into control-plane namespaces and control-plane-operators",
-		Example:      "  hypershift-operator version",
+		Example:      "  hypershift-operator run --namespace=hypershift\n  hypershift-operator version",
 		SilenceUsage: true,
 	}
-	root.AddCommand(version.NewCommand())
+	root.AddCommand(operator.NewRunCommand(), version.NewCommand())
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

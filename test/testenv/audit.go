@@ -59,3 +59,17 @@ func (e *Env) AuditEvents() ([]auditv1.Event, error) {
 	}
 	return events, nil
 }
+
+// IsWrite reports whether an audit event records a mutating request.
+func IsWrite(event auditv1.Event) bool {
+	switch event.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// Succeeded reports whether an audited request got a 2xx response.
+func Succeeded(event auditv1.Event) bool {
+	return event.ResponseStatus != nil && event.ResponseStatus.Code >= 200 && event.ResponseStatus.Code < 300
+}

@@ -41,6 +41,9 @@ type Options struct {
 	AuditLog bool
 	// SkipAdmissionPolicies leaves out the project's ValidatingAdmissionPolicies.
 	SkipAdmissionPolicies bool
+	// ControllerManager runs kube-controller-manager's namespace and
+	// garbage-collector controllers, so deleted namespaces really go away.
+	ControllerManager bool
 }
 
 // Env is a running test control plane.
@@ -54,8 +57,9 @@ type Env struct {
 	// AuditLogPath is the audit log file, when Options.AuditLog is set.
 	AuditLogPath string
 
-	env     *envtest.Environment
-	tempDir string
+	env                   *envtest.Environment
+	tempDir               string
+	stopControllerManager func() error
 }
 
 // NewScheme returns a scheme with the Kubernetes built-in types, the
@@ -117,12 +121,22 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	if opts.ControllerManager {
+		if err := e.startControllerManager(assets); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
 // Stop stops the control plane and removes its files.
 func (e *Env) Stop() error {
-	err := e.env.Stop()
+	var err error
+	if e.stopControllerManager != nil {
+		err = e.stopControllerManager()
+	}
+	err = errors.Join(err, e.env.Stop())
 	return errors.Join(err, os.RemoveAll(e.tempDir))
 }
 
@@ -153,6 +167,28 @@ func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
 		return nil, fmt.Errorf("failed to add user %s: %w", name, err)
 	}
 	return user.Config(), nil
+}
+
+// AddUserKubeconfig adds a user like AddUser and writes its kubeconfig to a
+// file, for processes the test starts; the file goes with the environment.
+func (e *Env) AddUserKubeconfig(name string, groups ...string) (string, error) {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, e.Config)
+	if err != nil {
+		return "", fmt.Errorf("failed to add user %s: %w", name, err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("failed to render a kubeconfig for %s: %w", name, err)
+	}
+	f, err := os.CreateTemp(e.tempDir, "user-*.kubeconfig")
+	if err != nil {
+		return "", fmt.Errorf("failed to create a kubeconfig file: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Write(raw); err != nil {
+		return "", fmt.Errorf("failed to write the kubeconfig: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // WriteKubeconfig writes a cluster-admin kubeconfig for kubectl to path.

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,7 +14,7 @@ import (
 
 var env *Env
 
-func TestMain(m *testing.M) { os.Exit(Main(m, Options{AuditLog: true}, &env)) }
+func TestMain(m *testing.M) { os.Exit(Main(m, Options{AuditLog: true, ControllerManager: true}, &env)) }
 
 func TestAddUser(t *testing.T) {
 	ns := env.Namespace(t)
@@ -75,4 +76,27 @@ func TestNamespace(t *testing.T) {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &corev1.Namespace{}); err != nil {
 		t.Fatalf("namespace %s does not exist: %v", a, err)
 	}
+}
+
+func TestControllerManagerDeletesNamespaces(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "doomed-"}}
+	if err := env.Client.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "content"}}
+	if err := env.Client.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("namespace %s was not removed within 60s; controller manager log:\n%s", ns.Name, tail(env.ControllerManagerLog(t.Context()), 3000))
 }

@@ -1,0 +1,160 @@
+// Package hostedcluster is the hypershift-operator's HostedCluster
+// controller: for each HostedCluster it applies the control-plane namespace,
+// the HostedControlPlane and a control-plane-operator rendered with leader
+// election, reports status (the CPO Lease's holder among it), and tears it
+// all down in order on delete.
+package hostedcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/upsert"
+)
+
+const (
+	// FieldOwner is the server-side apply field manager of the HO.
+	FieldOwner = "hypershift-operator"
+	// pauseFieldOwner owns spec.pausedUntil of HostedControlPlanes, so the
+	// HO can set it while it leaves the rest of a paused spec alone.
+	pauseFieldOwner = "hypershift-operator-pause"
+
+	// DefaultTeardownTimeout is how long the HO waits for a
+	// control-plane-operator to finalize its HostedControlPlane, while none
+	// holds a valid Lease, before it finishes the teardown itself.
+	DefaultTeardownTimeout = 2 * time.Minute
+)
+
+// Reconciler reconciles HostedClusters.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads what the cache does not hold (Secrets).
+	APIReader client.Reader
+	// Releases resolves release payloads.
+	Releases releaseinfo.Provider
+	// DefaultControlPlaneOperatorImage is used when neither the annotation
+	// nor the release payload names a CPO image.
+	DefaultControlPlaneOperatorImage string
+	// Election are the CPO leader-election timings rendered into its args.
+	Election config.LeaderElection
+	// Recorder emits events on HostedClusters.
+	Recorder events.EventRecorder
+	// Clock is the time source; tests may replace it.
+	Clock clock.PassiveClock
+	// TeardownTimeout bounds the wait for a CPO to finalize its
+	// HostedControlPlane; zero means DefaultTeardownTimeout.
+	TeardownTimeout time.Duration
+}
+
+// scope is what one reconcile of one HostedCluster works with.
+type scope struct {
+	hc       *hyperv1.HostedCluster
+	original *hyperv1.HostedCluster
+	// namespace is the control-plane namespace.
+	namespace string
+	release   *releaseinfo.ReleaseImage
+}
+
+// Reconcile brings the world in line with one HostedCluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
+	hc := &hyperv1.HostedCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{
+		hc:        hc,
+		original:  hc.DeepCopy(),
+		namespace: hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name),
+	}
+
+	if !hc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+
+	if !controllerutil.ContainsFinalizer(hc, hyperv1.Finalizer) {
+		patch := client.MergeFromWithOptions(hc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(hc, hyperv1.Finalizer)
+		if err := r.Client.Patch(ctx, hc, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to add finalizer: %w", err)
+		}
+		s.original = hc.DeepCopy()
+	}
+
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
+
+	if paused, until := r.paused(s); paused {
+		return r.reconcilePaused(ctx, s, until)
+	}
+	result, err := r.reconcileNormal(ctx, s)
+	r.setReconciliationSucceeded(s, err)
+	return result, err
+}
+
+// reconcileNormal runs the phases in order; each may stop the pass.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcileRelease,
+		r.reconcileControlPlane,
+		r.reconcileStatus,
+	}
+	for _, phase := range phases {
+		result, err := phase(ctx, s)
+		if err != nil || !result.IsZero() {
+			return result, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// patchStatus writes the status when, and only when, it changed. It is an
+// update, not a merge patch: the history's completionTime is required but
+// null while a rollout runs, and a merge patch would drop the null.
+// The update is guarded by resourceVersion; a conflict retries the pass.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.original.Status, s.hc.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, s.hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to update status: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) applier() upsert.Applier {
+	return upsert.Applier{Client: r.Client, FieldOwner: FieldOwner}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+func (r *Reconciler) teardownTimeout() time.Duration {
+	if r.TeardownTimeout <= 0 {
+		return DefaultTeardownTimeout
+	}
+	return r.TeardownTimeout
+}

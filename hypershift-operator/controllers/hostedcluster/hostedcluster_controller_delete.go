@@ -1,0 +1,122 @@
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// teardownPoll is how often an unfinished teardown is looked at again when
+// no watch event is expected to wake it.
+const teardownPoll = 5 * time.Second
+
+// reconcileDelete tears the control plane down in order: the
+// HostedControlPlane first (its CPO finalizes it, deleting the components),
+// then the control-plane namespace, then the HostedCluster's finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.hc, hyperv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
+		return result, err
+	}
+	if done, result, err := r.deleteNamespace(ctx, s); !done || err != nil {
+		return result, err
+	}
+	patch := client.MergeFrom(s.hc.DeepCopy())
+	controllerutil.RemoveFinalizer(s.hc, hyperv1.Finalizer)
+	if err := r.Client.Patch(ctx, s.hc, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Control plane torn down")
+	return ctrl.Result{}, nil
+}
+
+// deleteHostedControlPlane deletes the HostedControlPlane and waits for it
+// to go. When its finalizer stays past the teardown timeout while no CPO
+// holds a valid Lease, no CPO can finalize it: the HO removes the finalizer
+// itself and says so in an event.
+func (r *Reconciler) deleteHostedControlPlane(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
+	hcp := &hyperv1.HostedControlPlane{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}, hcp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, ctrl.Result{}, nil
+		}
+		return false, ctrl.Result{}, fmt.Errorf("failed to get HostedControlPlane: %w", err)
+	}
+	if hcp.DeletionTimestamp.IsZero() {
+		if err := r.Client.Delete(ctx, hcp); err != nil && !apierrors.IsNotFound(err) {
+			return false, ctrl.Result{}, fmt.Errorf("failed to delete HostedControlPlane: %w", err)
+		}
+		return false, ctrl.Result{RequeueAfter: r.teardownTimeout()}, nil
+	}
+	waited := r.now().Sub(hcp.DeletionTimestamp.Time)
+	if waited < r.teardownTimeout() {
+		return false, ctrl.Result{RequeueAfter: r.teardownTimeout() - waited}, nil
+	}
+	alive, err := r.controlPlaneOperatorAlive(ctx, s)
+	if err != nil {
+		return false, ctrl.Result{}, err
+	}
+	if alive {
+		return false, ctrl.Result{RequeueAfter: teardownPoll}, nil
+	}
+	patch := client.MergeFrom(hcp.DeepCopy())
+	hcp.Finalizers = nil
+	if err := r.Client.Patch(ctx, hcp, patch); err != nil && !apierrors.IsNotFound(err) {
+		return false, ctrl.Result{}, fmt.Errorf("failed to remove the HostedControlPlane's finalizers: %w", err)
+	}
+	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ControlPlaneOperatorUnavailable", "ForceTeardown",
+		"No control-plane-operator finalized HostedControlPlane %s/%s within %s and none holds the Lease; the hypershift-operator removed its finalizers and continues the teardown",
+		hcp.Namespace, hcp.Name, r.teardownTimeout())
+	return false, ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// controlPlaneOperatorAlive reports whether a CPO holds a Lease that has
+// not expired: renewed within its duration, by the local clock.
+func (r *Reconciler) controlPlaneOperatorAlive(ctx context.Context, s *scope) (bool, error) {
+	lease := &coordinationv1.Lease{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to get the control-plane-operator Lease: %w", err)
+	}
+	spec := lease.Spec
+	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
+		return false, nil
+	}
+	expiry := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
+	return r.now().Before(expiry), nil
+}
+
+// deleteNamespace deletes the control-plane namespace and waits until the
+// namespace controller has removed it and everything in it.
+func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, ctrl.Result{}, nil
+		}
+		return false, ctrl.Result{}, fmt.Errorf("failed to get namespace %s: %w", s.namespace, err)
+	}
+	if ns.Annotations[hyperv1.ClusterAnnotation] != s.hc.Namespace+"/"+s.hc.Name {
+		// Not ours: never delete a namespace the HO did not create.
+		return true, ctrl.Result{}, nil
+	}
+	if ns.DeletionTimestamp.IsZero() {
+		if err := r.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			return false, ctrl.Result{}, fmt.Errorf("failed to delete namespace %s: %w", s.namespace, err)
+		}
+	}
+	return false, ctrl.Result{RequeueAfter: teardownPoll}, nil
+}

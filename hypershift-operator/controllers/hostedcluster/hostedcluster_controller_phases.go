@@ -1,0 +1,209 @@
+package hostedcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/upsert"
+)
+
+// ControlPlaneOperatorImageTag is the release payload's tag for the CPO image.
+const ControlPlaneOperatorImageTag = "hypershift"
+
+// reconcileRelease reads the pull secret and the release payload. A failure
+// sets ValidConfiguration or ValidReleaseImage and stops the pass before
+// anything is applied: what already runs keeps running.
+func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hc := s.hc
+	pullSecret, err := r.pullSecret(ctx, hc)
+	if err != nil {
+		setCondition(hc, hyperv1.ValidConfiguration, metav1.ConditionFalse, "PullSecretUnavailable", err.Error())
+		return ctrl.Result{}, err
+	}
+	release, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
+	if err != nil {
+		setCondition(hc, hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseErrorReason(err),
+			fmt.Sprintf("Failed to read release image %s: %v", hc.Spec.Release.Image, err))
+		return ctrl.Result{}, fmt.Errorf("failed to look up release image %s: %w", hc.Spec.Release.Image, err)
+	}
+	setCondition(hc, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
+	s.release = release
+	return ctrl.Result{}, nil
+}
+
+// pullSecret returns the .dockerconfigjson of the HostedCluster's pull
+// secret, read past the cache: the HO does not cache every Secret.
+func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) ([]byte, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)
+		}
+		return nil, fmt.Errorf("failed to get pull secret %s: %w", key, err)
+	}
+	data, ok := secret.Data[corev1.DockerConfigJsonKey]
+	if !ok {
+		return nil, fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)
+	}
+	return data, nil
+}
+
+func releaseErrorReason(err error) string {
+	switch {
+	case errors.Is(err, releaseinfo.ErrUnauthorized):
+		return "ReleaseImageUnauthorized"
+	case errors.Is(err, releaseinfo.ErrNotFound):
+		return "ReleaseImageNotFound"
+	case errors.Is(err, releaseinfo.ErrMalformed):
+		return "ReleaseImageMalformed"
+	case errors.Is(err, releaseinfo.ErrUnreachable):
+		return "ReleaseImageUnreachable"
+	}
+	return "ReleaseImageUnavailable"
+}
+
+// controlPlaneOperatorImage picks the CPO image: the annotation, else the
+// payload's hypershift image, else the operator's default.
+func (r *Reconciler) controlPlaneOperatorImage(s *scope) string {
+	if image := s.hc.Annotations[hyperv1.ControlPlaneOperatorImageAnnotation]; image != "" {
+		return image
+	}
+	if image, ok := s.release.ComponentImage(ControlPlaneOperatorImageTag); ok {
+		return image
+	}
+	return r.DefaultControlPlaneOperatorImage
+}
+
+// reconcileControlPlane applies, in order, every object of the control
+// plane. Inputs that cannot render (bad timings, no CPO image) set
+// ValidConfiguration=False and are not retried until something changes.
+func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
+	in := render.Inputs{
+		HostedCluster:             s.hc,
+		ReleaseImage:              s.hc.Spec.Release.Image,
+		ControlPlaneOperatorImage: r.controlPlaneOperatorImage(s),
+		Election:                  r.Election,
+	}
+	if err := in.Validate(); err != nil {
+		setCondition(s.hc, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	setCondition(s.hc, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
+
+	pullSecret, err := r.pullSecret(ctx, s.hc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	apply := r.applier()
+	secrets := upsert.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: FieldOwner}
+	steps := []struct {
+		applier upsert.Applier
+		obj     client.Object
+	}{
+		{apply, render.Namespace(in)},
+		{secrets, render.PullSecret(in, pullSecret)},
+		{apply, render.HostedControlPlane(in)},
+		{apply, render.ControlPlaneOperatorServiceAccount(in)},
+		{apply, render.ControlPlaneOperatorRole(in)},
+		{apply, render.ControlPlaneOperatorRoleBinding(in)},
+		{apply, render.ControlPlaneOperatorDeployment(in)},
+	}
+	for _, step := range steps {
+		if _, err := step.applier.Apply(ctx, step.obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.applyPausedUntil(ctx, s)
+}
+
+// applyPausedUntil makes the HostedControlPlane's spec.pausedUntil match
+// the HostedCluster's, under its own field owner: it is the one field the
+// HO still writes while a cluster is paused.
+func (r *Reconciler) applyPausedUntil(ctx context.Context, s *scope) error {
+	hcp := &hyperv1.HostedControlPlane{}
+	key := client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}
+	if err := r.Client.Get(ctx, key, hcp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to get HostedControlPlane %s: %w", key, err)
+	}
+	want, have := s.hc.Spec.PausedUntil, hcp.Spec.PausedUntil
+	if (want == nil && have == nil) || (want != nil && have != nil && *want == *have) {
+		return nil
+	}
+	spec := map[string]any{}
+	if want != nil {
+		spec["pausedUntil"] = *want
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": hyperv1.GroupVersion.String(),
+		"kind":       "HostedControlPlane",
+		"metadata":   map[string]any{"namespace": key.Namespace, "name": key.Name},
+		"spec":       spec,
+	}}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(pauseFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to set pausedUntil on HostedControlPlane %s: %w", key, err)
+	}
+	return nil
+}
+
+// paused reports whether spec.pausedUntil pauses the cluster now, and until
+// when (zero for "true").
+func (r *Reconciler) paused(s *scope) (bool, time.Time) {
+	paused, until, err := hyperv1.ParsePausedUntil(s.hc.Spec.PausedUntil, r.now())
+	if err != nil {
+		// The API server refuses such values; treat a stored one as not paused.
+		return false, time.Time{}
+	}
+	return paused, until
+}
+
+// reconcilePaused only passes the pause on to the HostedControlPlane and
+// says so in status; it wakes up when the pause ends.
+func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.Time) (ctrl.Result, error) {
+	message := "Reconciliation is paused until spec.pausedUntil is removed"
+	result := ctrl.Result{}
+	if !until.IsZero() {
+		message = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
+		result.RequeueAfter = until.Sub(r.now())
+	}
+	setCondition(s.hc, hyperv1.ReconciliationActive, metav1.ConditionFalse, "ReconciliationPaused", message)
+	return result, r.applyPausedUntil(ctx, s)
+}
+
+func (r *Reconciler) setReconciliationSucceeded(s *scope, err error) {
+	setCondition(s.hc, hyperv1.ReconciliationActive, metav1.ConditionTrue, "AsExpected", "Reconciliation is active")
+	if err != nil {
+		setCondition(s.hc, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, "ReconciliationError", err.Error())
+		return
+	}
+	setCondition(s.hc, hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, "ReconciliationSucceeded", "Reconciliation completed successfully")
+}
+
+// setCondition sets a condition with the HostedCluster's generation; its
+// lastTransitionTime moves only when its status does.
+func setCondition(hc *hyperv1.HostedCluster, conditionType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&hc.Status.Conditions, metav1.Condition{
+		Type:               conditionType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: hc.Generation,
+	})
+}

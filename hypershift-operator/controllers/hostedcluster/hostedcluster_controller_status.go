@@ -1,0 +1,116 @@
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// maxHistory bounds status.version.history; the oldest entries go first.
+const maxHistory = 50
+
+// reconcileStatus derives Available, Progressing, the version history and
+// the CPO Lease holder from the HostedControlPlane and the Lease.
+func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hcp := &hyperv1.HostedControlPlane{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}, hcp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("failed to get HostedControlPlane: %w", err)
+		}
+		hcp = nil
+	}
+	r.setVersion(s, hcp)
+	setAvailable(s.hc, hcp)
+
+	lease := &coordinationv1.Lease{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("failed to get the control-plane-operator Lease: %w", err)
+		}
+		lease = nil
+	}
+	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
+	return ctrl.Result{}, nil
+}
+
+// leaderStatus is what status shows of the Lease: only what changes with
+// leadership, never renewTime, so a renewal causes no status write.
+func leaderStatus(lease *coordinationv1.Lease) *hyperv1.ControlPlaneOperatorStatus {
+	if lease == nil {
+		return nil
+	}
+	status := &hyperv1.ControlPlaneOperatorStatus{}
+	if lease.Spec.HolderIdentity != nil {
+		status.HolderIdentity = *lease.Spec.HolderIdentity
+	}
+	if lease.Spec.LeaseTransitions != nil {
+		status.LeaseTransitions = *lease.Spec.LeaseTransitions
+	}
+	return status
+}
+
+// setVersion records the desired release and keeps the history: a new
+// release image starts a Partial entry, which completes when the
+// HostedControlPlane reports that release ready.
+func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane) {
+	desired := configv1.Release{Image: s.hc.Spec.Release.Image, Version: s.release.Version}
+	version := s.hc.Status.Version
+	if version == nil {
+		version = &hyperv1.ClusterVersionStatus{}
+	}
+	version.Desired = desired
+	version.ObservedGeneration = s.hc.Generation
+	if len(version.History) == 0 || version.History[0].Image != desired.Image {
+		entry := configv1.UpdateHistory{
+			State:       configv1.PartialUpdate,
+			StartedTime: metav1.NewTime(r.now()),
+			Image:       desired.Image,
+			Version:     desired.Version,
+		}
+		version.History = append([]configv1.UpdateHistory{entry}, version.History...)
+		if len(version.History) > maxHistory {
+			version.History = version.History[:maxHistory]
+		}
+	}
+	top := &version.History[0]
+	if top.State == configv1.PartialUpdate && hcp != nil && hcp.Status.Ready &&
+		hcp.Status.ReleaseImage == desired.Image && hcp.Status.Version == desired.Version {
+		top.State = configv1.CompletedUpdate
+		top.CompletionTime = ptrTime(metav1.NewTime(r.now()))
+	}
+	s.hc.Status.Version = version
+
+	if top.State == configv1.PartialUpdate {
+		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "RollingOut", "Rolling out release "+desired.Version)
+	} else {
+		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionFalse, "AsExpected", "Release "+desired.Version+" is rolled out")
+	}
+}
+
+// setAvailable mirrors the HostedControlPlane's availability.
+func setAvailable(hc *hyperv1.HostedCluster, hcp *hyperv1.HostedControlPlane) {
+	if hcp == nil {
+		setCondition(hc, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The HostedControlPlane does not exist yet")
+		return
+	}
+	if c := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.Available); c != nil {
+		setCondition(hc, hyperv1.Available, c.Status, c.Reason, c.Message)
+		return
+	}
+	if hcp.Status.Ready {
+		setCondition(hc, hyperv1.Available, metav1.ConditionTrue, "AsExpected", "The hosted control plane is available")
+		return
+	}
+	setCondition(hc, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The control-plane-operator has not reported the control plane available yet")
+}
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }

@@ -1,0 +1,200 @@
+package hostedcluster_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+)
+
+// reportReady writes the HostedControlPlane status a CPO writes once the
+// release runs.
+func reportReady(t *testing.T, c *cluster, version string) {
+	t.Helper()
+	eventually(t, converge, func() error {
+		hcp := &hyperv1.HostedControlPlane{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp); err != nil {
+			return err
+		}
+		hcp.Status.Ready = true
+		hcp.Status.Version = version
+		hcp.Status.ReleaseImage = hcp.Spec.ReleaseImage
+		hcp.Status.Conditions = []metav1.Condition{{
+			Type: hyperv1.Available, Status: metav1.ConditionTrue, Reason: "AsExpected",
+			Message: "All components are available", LastTransitionTime: metav1.Now(),
+		}}
+		return env.Client.Status().Update(t.Context(), hcp)
+	})
+}
+
+// TestUpgrade changes spec.release.image and checks the rollout.
+func TestUpgrade(t *testing.T) {
+	startOperator(t, nil)
+	c := newCluster(t, "4.17.0", nil)
+	reportReady(t, c, "4.17.0")
+	eventually(t, converge, func() error {
+		hc := c.get(t)
+		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionTrue); err != nil {
+			return err
+		}
+		if err := checkCondition(hc, hyperv1.Progressing, metav1.ConditionFalse); err != nil {
+			return err
+		}
+		if h := hc.Status.Version.History; len(h) != 1 || h[0].State != configv1.CompletedUpdate || h[0].CompletionTime == nil {
+			return fmt.Errorf("history %+v", h)
+		}
+		return nil
+	})
+
+	next := c.pushRelease(t, "4.17.1")
+	hc := c.get(t)
+	hc.Spec.Release.Image = next
+	if err := env.Client.Update(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, converge, func() error {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {
+			return err
+		}
+		if err := checkDeployment(d, c.cpoImage("4.17.1"), next, 1); err != nil {
+			return err
+		}
+		hcp := &hyperv1.HostedControlPlane{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp); err != nil {
+			return err
+		}
+		if hcp.Spec.ReleaseImage != next {
+			return fmt.Errorf("HostedControlPlane releaseImage = %q, want %q", hcp.Spec.ReleaseImage, next)
+		}
+		hc := c.get(t)
+		if err := checkCondition(hc, hyperv1.Progressing, metav1.ConditionTrue); err != nil {
+			return err
+		}
+		h := hc.Status.Version.History
+		if len(h) != 2 || h[0].Version != "4.17.1" || h[0].State != configv1.PartialUpdate || h[1].Version != "4.17.0" || h[1].State != configv1.CompletedUpdate {
+			return fmt.Errorf("history %+v", h)
+		}
+		return nil
+	})
+
+	reportReady(t, c, "4.17.1")
+	eventually(t, converge, func() error {
+		hc := c.get(t)
+		if h := hc.Status.Version.History; len(h) != 2 || h[0].State != configv1.CompletedUpdate {
+			return fmt.Errorf("history %+v", h)
+		}
+		return checkCondition(hc, hyperv1.Progressing, metav1.ConditionFalse)
+	})
+}
+
+// TestDelete checks the teardown order: HostedControlPlane (finalized by its
+// CPO), then the namespace, then the HostedCluster's finalizer.
+func TestDelete(t *testing.T) {
+	t.Run("when the CPO finalizes its HostedControlPlane, the teardown follows it", func(t *testing.T) {
+		startOperator(t, func(r *hostedcluster.Reconciler) { r.TeardownTimeout = time.Hour })
+		c := newCluster(t, "4.17.0", nil)
+		hcp := awaitControlPlane(t, c)
+		// Act as the CPO: hold the HostedControlPlane with a finalizer.
+		patch := client.MergeFrom(hcp.DeepCopy())
+		controllerutil.AddFinalizer(hcp, "control-plane-operator.hypershift.openshift.io/finalizer")
+		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, converge, func() error {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hcp), hcp); err != nil {
+				return err
+			}
+			if hcp.DeletionTimestamp.IsZero() {
+				return errors.New("the HostedControlPlane is not being deleted")
+			}
+			return nil
+		})
+		// While the CPO has not finalized, the namespace stays and so does the HostedCluster.
+		time.Sleep(2 * time.Second)
+		ns := &corev1.Namespace{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: c.controlPlaneNamespace()}, ns); err != nil || !ns.DeletionTimestamp.IsZero() {
+			t.Fatalf("the namespace must stay until the HostedControlPlane is gone: err=%v deleting=%v", err, ns.DeletionTimestamp)
+		}
+		c.get(t)
+
+		patch = client.MergeFrom(hcp.DeepCopy())
+		hcp.Finalizers = nil
+		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
+			t.Fatal(err)
+		}
+		awaitGone(t, c)
+	})
+
+	t.Run("when no CPO holds the Lease, the HO finishes the teardown itself and says so", func(t *testing.T) {
+		startOperator(t, nil) // a 3s teardown timeout
+		c := newCluster(t, "4.17.0", nil)
+		hcp := awaitControlPlane(t, c)
+		patch := client.MergeFrom(hcp.DeepCopy())
+		controllerutil.AddFinalizer(hcp, "control-plane-operator.hypershift.openshift.io/finalizer")
+		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
+			t.Fatal(err)
+		}
+		awaitGone(t, c)
+		eventually(t, converge, func() error {
+			list := &eventsv1.EventList{}
+			if err := env.Client.List(t.Context(), list, client.InNamespace(c.hc.Namespace)); err != nil {
+				return err
+			}
+			for _, e := range list.Items {
+				if e.Reason == "ControlPlaneOperatorUnavailable" && e.Regarding.Name == c.hc.Name && e.Type == corev1.EventTypeWarning {
+					return nil
+				}
+			}
+			return fmt.Errorf("no ControlPlaneOperatorUnavailable event among %d", len(list.Items))
+		})
+	})
+}
+
+func awaitControlPlane(t *testing.T, c *cluster) *hyperv1.HostedControlPlane {
+	t.Helper()
+	hcp := &hyperv1.HostedControlPlane{}
+	eventually(t, converge, func() error {
+		return env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp)
+	})
+	eventually(t, converge, func() error {
+		if !slices.Contains(c.get(t).Finalizers, hyperv1.Finalizer) {
+			return errors.New("no finalizer yet")
+		}
+		return nil
+	})
+	return hcp
+}
+
+// awaitGone waits for the namespace and then the HostedCluster to go.
+func awaitGone(t *testing.T, c *cluster) {
+	t.Helper()
+	eventually(t, 2*converge, func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: c.controlPlaneNamespace()}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the control-plane namespace is still there (%v)", err)
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(c.hc), &hyperv1.HostedCluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the HostedCluster is still there (%v)", err)
+		}
+		return nil
+	})
+}

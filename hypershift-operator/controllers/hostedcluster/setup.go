@@ -1,0 +1,108 @@
+package hostedcluster
+
+import (
+	"context"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// CacheOptions limits the manager's cache to what this controller needs:
+// control-plane namespaces, and only the CPO Lease of each namespace.
+// Secrets are never cached; they are read through the API reader.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{hyperv1.HostedControlPlaneLabel: "true"})},
+			&coordinationv1.Lease{}: {
+				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
+			},
+		},
+	}
+}
+
+// ClientOptions makes the manager's client read Secrets past the cache.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}
+
+// SetupWithManager registers the controller and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hostedcluster").
+		For(&hyperv1.HostedCluster{}).
+		Watches(&hyperv1.HostedControlPlane{}, byAnnotation).
+		Watches(&corev1.Namespace{}, byAnnotation).
+		Watches(&appsv1.Deployment{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&corev1.ServiceAccount{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&rbacv1.RoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&coordinationv1.Lease{},
+			handler.EnqueueRequestsFromMapFunc(r.clusterFromLease),
+			builder.WithPredicates(leadershipChanged)).
+		Complete(r)
+}
+
+// clusterFromAnnotation maps an object the HO created to its HostedCluster.
+func clusterFromAnnotation(_ context.Context, obj client.Object) []reconcile.Request {
+	namespace, name, ok := strings.Cut(obj.GetAnnotations()[hyperv1.ClusterAnnotation], "/")
+	if !ok || namespace == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
+}
+
+// clusterFromLease maps a CPO Lease to its HostedCluster through the
+// control-plane namespace's annotation (client-go creates the Lease bare).
+func (r *Reconciler) clusterFromLease(ctx context.Context, obj client.Object) []reconcile.Request {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err != nil {
+		return nil
+	}
+	return clusterFromAnnotation(ctx, ns)
+}
+
+// inControlPlaneNamespace drops events of objects without the cluster
+// annotation before they reach the queue.
+var inControlPlaneNamespace = predicate.NewPredicateFuncs(func(obj client.Object) bool {
+	_, ok := obj.GetAnnotations()[hyperv1.ClusterAnnotation]
+	return ok
+})
+
+// leadershipChanged passes Lease events that change what status shows:
+// creation, deletion, a new holder or a new transition count. A renewal,
+// which only moves renewTime, passes nothing.
+var leadershipChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldLease, ok1 := e.ObjectOld.(*coordinationv1.Lease)
+		newLease, ok2 := e.ObjectNew.(*coordinationv1.Lease)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return *leaderStatusOrEmpty(oldLease) != *leaderStatusOrEmpty(newLease)
+	},
+}
+
+func leaderStatusOrEmpty(lease *coordinationv1.Lease) *hyperv1.ControlPlaneOperatorStatus {
+	if status := leaderStatus(lease); status != nil {
+		return status
+	}
+	return &hyperv1.ControlPlaneOperatorStatus{}
+}

@@ -1,0 +1,197 @@
+package hostedcluster_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+)
+
+// standInCPO returns a client authenticated as the control-plane-operator's
+// ServiceAccount, so it has exactly the Role the HO rendered.
+func standInCPO(t *testing.T, c *cluster) client.Client {
+	t.Helper()
+	cfg, err := env.AddUser("system:serviceaccount:"+c.controlPlaneNamespace()+":control-plane-operator", "system:serviceaccounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpo, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cpo
+}
+
+// TestLeaderStatus checks that status shows the CPO Lease holder and that a
+// renewal, which moves only renewTime, causes no HostedCluster write.
+func TestLeaderStatus(t *testing.T) {
+	ho := startOperator(t, nil)
+	c := newCluster(t, "4.17.0", nil)
+	awaitControlPlane(t, c)
+	eventually(t, converge, func() error { // the Role must exist before the stand-in CPO acts
+		return env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, &appsv1.Deployment{})
+	})
+	cpo := standInCPO(t, c)
+
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.controlPlaneNamespace(), Name: hyperv1.ControlPlaneOperatorLeaseName},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("control-plane-operator-6d9f7-abcde"),
+			LeaseDurationSeconds: ptr.To[int32](60),
+			AcquireTime:          &metav1.MicroTime{Time: time.Now()},
+			RenewTime:            &metav1.MicroTime{Time: time.Now()},
+			LeaseTransitions:     ptr.To[int32](0),
+		},
+	}
+	eventually(t, converge, func() error { return cpo.Create(t.Context(), lease) })
+	awaitLeader(t, c, "control-plane-operator-6d9f7-abcde", 0)
+
+	t.Run("when the holder only renews, the HostedCluster is not written", func(t *testing.T) {
+		time.Sleep(time.Second) // let writes of the status above settle
+		since := time.Now()
+		for range 5 {
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			if err := cpo.Update(t.Context(), lease); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second)
+		if writes := writesBy(t, ho, since, c.hc.Namespace, c.controlPlaneNamespace()); len(writes) != 0 {
+			t.Fatalf("5 renewals caused %d writes by the HO:%s", len(writes), describe(writes))
+		}
+	})
+
+	t.Run("when another pod takes the Lease, status names it", func(t *testing.T) {
+		lease.Spec.HolderIdentity = ptr.To("control-plane-operator-6d9f7-fghij")
+		lease.Spec.LeaseTransitions = ptr.To[int32](1)
+		lease.Spec.AcquireTime = &metav1.MicroTime{Time: time.Now()}
+		if err := cpo.Update(t.Context(), lease); err != nil {
+			t.Fatal(err)
+		}
+		awaitLeader(t, c, "control-plane-operator-6d9f7-fghij", 1)
+	})
+}
+
+func awaitLeader(t *testing.T, c *cluster, holder string, transitions int32) {
+	t.Helper()
+	eventually(t, converge, func() error {
+		got := c.get(t).Status.ControlPlaneOperator
+		if got == nil || got.HolderIdentity != holder || got.LeaseTransitions != transitions {
+			return fmt.Errorf("status.controlPlaneOperator = %+v, want holder %s with %d transitions", got, holder, transitions)
+		}
+		return nil
+	})
+}
+
+// TestIdempotence checks that reconciles of a converged HostedCluster make no
+// write request, from the API server's audit log.
+func TestIdempotence(t *testing.T) {
+	ho := startOperator(t, nil)
+	c := newCluster(t, "4.17.0", nil)
+	reportReady(t, c, "4.17.0")
+	eventually(t, converge, func() error {
+		return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue)
+	})
+	time.Sleep(2 * time.Second) // converge: caches catch up with the last writes
+
+	since := time.Now()
+	// Force reconciles without changing anything the HO reads: touch an
+	// annotation it ignores, three times.
+	for i := range 3 {
+		hc := c.get(t)
+		if hc.Annotations == nil {
+			hc.Annotations = map[string]string{}
+		}
+		hc.Annotations["example.com/touch"] = fmt.Sprint(i)
+		if err := env.Client.Update(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(2 * time.Second)
+	if writes := writesBy(t, ho, since, c.hc.Namespace, c.controlPlaneNamespace()); len(writes) != 0 {
+		t.Fatalf("a converged HostedCluster got %d writes from the HO:%s", len(writes), describe(writes))
+	}
+	// The check can fail: the HO does read in that window.
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, e := range events {
+		if e.User.Username == ho && e.RequestReceivedTimestamp.After(since) && e.Verb == "get" {
+			reads++
+		}
+	}
+	if reads == 0 {
+		t.Fatal("the HO made no request at all in the window: the reconciles did not run, so the check proves nothing")
+	}
+}
+
+// TestBadReleaseImage checks what a payload that cannot be read does: a
+// condition a user can act on, backoff instead of a hot loop, and nothing
+// torn down.
+func TestBadReleaseImage(t *testing.T) {
+	var requests atomic.Int64
+	counting := releasetest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/manifests/") {
+				requests.Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ho := startOperator(t, nil)
+	c := newCluster(t, "4.17.0", nil)
+	awaitControlPlane(t, c)
+	runningImage := c.cpoImage("4.17.0")
+	empty := releasetest.NewRegistry(t, counting)
+
+	hc := c.get(t)
+	hc.Spec.Release.Image = empty.Host() + "/ocp-release:does-not-exist"
+	if err := env.Client.Update(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, converge, func() error {
+		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidReleaseImage)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ReleaseImageNotFound" {
+			return fmt.Errorf("ValidReleaseImage = %+v", cond)
+		}
+		if !strings.Contains(cond.Message, "does-not-exist") {
+			return fmt.Errorf("the message does not name the image: %s", cond.Message)
+		}
+		return nil
+	})
+
+	since := time.Now()
+	requests.Store(0)
+	time.Sleep(10 * time.Second)
+	if n := requests.Load(); n > 20 {
+		t.Errorf("the HO asked the registry %d times in 10s: it retries in a hot loop instead of backing off", n)
+	} else if n == 0 {
+		t.Errorf("the HO never retried the lookup in 10s")
+	}
+	if writes := writesBy(t, ho, since, c.hc.Namespace, c.controlPlaneNamespace()); len(writes) > 2 {
+		t.Errorf("the HO wrote %d times in 10s while the payload stayed unreadable:%s", len(writes), describe(writes))
+	}
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {
+		t.Fatalf("the running CPO must not be torn down: %v", err)
+	}
+	if d.Spec.Template.Spec.Containers[0].Image != runningImage {
+		t.Errorf("the CPO image changed to %s", d.Spec.Template.Spec.Containers[0].Image)
+	}
+}

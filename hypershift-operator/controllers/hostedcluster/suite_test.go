@@ -1,0 +1,270 @@
+package hostedcluster_test
+
+import (
+	"context"
+	"flag"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Verbose() {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	os.Exit(testenv.Main(m, testenv.Options{AuditLog: true, ControllerManager: true}, &env))
+}
+
+var operatorCount atomic.Int32
+
+// startOperator runs the HostedCluster controller as a user of its own,
+// bound to nothing but the HO's ClusterRole, until the test ends. It returns
+// the user's name, for the audit log.
+func startOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)) string {
+	t.Helper()
+	user := fmt.Sprintf("hypershift-operator-%d", operatorCount.Add(1))
+	cfg, err := env.AddUser(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindClusterRole(t, user)
+
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  hostedcluster.CacheOptions(),
+		Client:                 hostedcluster.ClientOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &hostedcluster.Reconciler{
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Releases:        releaseinfo.NewRegistryProvider(),
+		Election:        config.DefaultControlPlaneOperatorElection,
+		Recorder:        mgr.GetEventRecorder("hypershift-operator"),
+		TeardownTimeout: 3 * time.Second,
+	}
+	if mutate != nil {
+		mutate(r)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the operator stopped with an error: %v", err)
+		}
+	})
+	return user
+}
+
+// bindClusterRole binds the HO's ClusterRole, and only it, to user.
+func bindClusterRole(t *testing.T, user string) {
+	t.Helper()
+	role := rbac.ClusterRole()
+	if err := env.Client.Create(t.Context(), role); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := env.Client.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cluster is one HostedCluster under test with its registry.
+type cluster struct {
+	registry *releasetest.Registry
+	hc       *hyperv1.HostedCluster
+}
+
+// newCluster pushes a release payload and creates a HostedCluster for it,
+// in a namespace of its own, with its pull secret. The HostedCluster is
+// torn down without the HO when the test ends, so later tests' operators
+// never see it.
+func newCluster(t *testing.T, version string, mutate func(*hyperv1.HostedCluster)) *cluster {
+	t.Helper()
+	c := &cluster{registry: releasetest.NewRegistry(t)}
+	image := c.pushRelease(t, version)
+	ns := env.Namespace(t)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: c.registry.DockerConfigJSON("user", "unused")},
+	}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	c.hc = &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: image},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
+		},
+	}
+	if mutate != nil {
+		mutate(c.hc)
+	}
+	if err := env.Client.Create(t.Context(), c.hc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { forget(c.hc) })
+	return c
+}
+
+// pushRelease pushes a payload of version whose hypershift image is
+// cpo:<version>, and returns its pull spec.
+func (c *cluster) pushRelease(t *testing.T, version string) string {
+	t.Helper()
+	image, _ := c.registry.PushRelease(t, "ocp-release:"+version, version, map[string]string{
+		"hypershift":     c.cpoImage(version),
+		"kube-apiserver": c.registry.Host() + "/kube-apiserver:" + version,
+	})
+	return image
+}
+
+func (c *cluster) cpoImage(version string) string {
+	return c.registry.Host() + "/hypershift:" + version
+}
+
+// controlPlaneNamespace is the HostedCluster's control-plane namespace.
+func (c *cluster) controlPlaneNamespace() string {
+	return hyperv1.ControlPlaneNamespace(c.hc.Namespace, c.hc.Name)
+}
+
+// get reads the HostedCluster fresh from the API server.
+func (c *cluster) get(t *testing.T) *hyperv1.HostedCluster {
+	t.Helper()
+	hc := &hyperv1.HostedCluster{}
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(c.hc), hc); err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
+// forget removes a HostedCluster without its operator.
+func forget(hc *hyperv1.HostedCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Delete first: an operator still running never adds its finalizer to
+	// an object being deleted, so removing the finalizers then sticks.
+	current := &hyperv1.HostedCluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(hc), current); err != nil {
+		return
+	}
+	_ = env.Client.Delete(ctx, current)
+	for range 10 {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(hc), current); err != nil {
+			return
+		}
+		patch := client.MergeFromWithOptions(current.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		current.Finalizers = nil
+		if err := env.Client.Patch(ctx, current, patch); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eventually polls check until it returns nil, and fails with its last
+// error after timeout.
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = check(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %s: %v", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// writesBy returns the write requests user made, after since, that touch
+// namespace or the HostedCluster's control-plane namespace.
+func writesBy(t *testing.T, user string, since time.Time, namespaces ...string) []auditv1.Event {
+	t.Helper()
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]bool{}
+	for _, ns := range namespaces {
+		in[ns] = true
+	}
+	var out []auditv1.Event
+	for _, e := range events {
+		if e.User.Username != user || !testenv.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(since) || e.ObjectRef == nil {
+			continue
+		}
+		if len(in) > 0 && !in[e.ObjectRef.Namespace] && !(e.ObjectRef.Resource == "namespaces" && in[e.ObjectRef.Name]) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func describe(events []auditv1.Event) string {
+	s := ""
+	for _, e := range events {
+		code := int32(0)
+		if e.ResponseStatus != nil {
+			code = e.ResponseStatus.Code
+		}
+		s += fmt.Sprintf("\n  %s %s %s/%s/%s -> %d", e.RequestReceivedTimestamp.Format("15:04:05.000"), e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name, code)
+		if e.ObjectRef.Subresource != "" {
+			s += " (" + e.ObjectRef.Subresource + ")"
+		}
+	}
+	return s
+}

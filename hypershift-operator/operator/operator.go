@@ -1,0 +1,168 @@
+// Package operator wires the hypershift-operator process: its flags, its
+// controller-runtime manager with leader election, health and metrics
+// endpoints, and the HostedCluster controller.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+)
+
+// Options are the hypershift-operator's settings, one per flag.
+type Options struct {
+	// Namespace is where the HO runs and keeps its Lease.
+	Namespace string
+	// LeaderElect turns the HO's own election on.
+	LeaderElect bool
+	// Election are the HO's own timings.
+	Election config.LeaderElection
+	// ControlPlaneOperatorElection are the timings the HO renders into
+	// every CPO.
+	ControlPlaneOperatorElection config.LeaderElection
+	// ControlPlaneOperatorImage is the CPO image when neither the release
+	// payload nor the HostedCluster's annotation names one.
+	ControlPlaneOperatorImage string
+	// MetricsBindAddress and HealthProbeBindAddress are where the HO serves
+	// metrics and probes; "0" turns one off.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// TeardownTimeout bounds the wait for a CPO to finalize its control plane.
+	TeardownTimeout time.Duration
+	// InsecureRegistries are registry hosts reached over plain HTTP.
+	InsecureRegistries []string
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		Namespace:                    "hypershift",
+		LeaderElect:                  true,
+		Election:                     config.DefaultHypershiftOperatorElection,
+		ControlPlaneOperatorElection: config.DefaultControlPlaneOperatorElection,
+		MetricsBindAddress:           ":8080",
+		HealthProbeBindAddress:       ":8081",
+		TeardownTimeout:              hostedcluster.DefaultTeardownTimeout,
+	}
+}
+
+// AddFlags registers every option on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The namespace the hypershift-operator runs in, where it keeps its Lease.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding the "+hyperv1.HypershiftOperatorLeaseName+" Lease, so that one replica acts at a time.")
+	o.Election.AddFlags(fs, "", "hypershift-operator")
+	o.ControlPlaneOperatorElection.AddFlags(fs, "cpo-", "control-plane-operator")
+	fs.StringVar(&o.ControlPlaneOperatorImage, "control-plane-operator-image", o.ControlPlaneOperatorImage, "The control-plane-operator image to use when neither the release payload nor the "+hyperv1.ControlPlaneOperatorImageAnnotation+" annotation names one.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
+	fs.DurationVar(&o.TeardownTimeout, "teardown-timeout", o.TeardownTimeout, "How long to wait, while no control-plane-operator holds its Lease, for one to finalize its HostedControlPlane before the hypershift-operator finishes the teardown itself.")
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
+}
+
+// Validate refuses options the HO must not run with.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	if o.LeaderElect {
+		if err := o.Election.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("invalid hypershift-operator timings: %w", err))
+		}
+	}
+	if err := o.ControlPlaneOperatorElection.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("invalid --cpo-leader-elect-* timings: %w", err))
+	}
+	if o.TeardownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--teardown-timeout must be positive, got %s", o.TeardownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// NewScheme returns the scheme of every type the HO reads or writes.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := hyperv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, nil
+}
+
+// Run runs the HO until ctx ends or it loses its Lease. With leader
+// election on, only the holder of the Lease reconciles; the others serve
+// health and metrics and wait. Losing the Lease returns an error, which
+// must end the process.
+func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return fmt.Errorf("failed to build the scheme: %w", err)
+	}
+	// The lock's requests time out below the renew deadline, so a hung
+	// request cannot outlast it.
+	electionConfig := rest.CopyConfig(restConfig)
+	electionConfig.Timeout = o.Election.RequestTimeout()
+
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         hostedcluster.CacheOptions(),
+		Client:                        hostedcluster.ClientOptions(),
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              hyperv1.HypershiftOperatorLeaseName,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionConfig:          electionConfig,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.Election.LeaseDuration,
+		RenewDeadline:                 &o.Election.RenewDeadline,
+		RetryPeriod:                   &o.Election.RetryPeriod,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("failed to add the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("failed to add the readiness check: %w", err)
+	}
+
+	reconciler := &hostedcluster.Reconciler{
+		Client:                           mgr.GetClient(),
+		APIReader:                        mgr.GetAPIReader(),
+		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
+		DefaultControlPlaneOperatorImage: o.ControlPlaneOperatorImage,
+		Election:                         o.ControlPlaneOperatorElection,
+		Recorder:                         mgr.GetEventRecorder(hostedcluster.FieldOwner),
+		TeardownTimeout:                  o.TeardownTimeout,
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("the hypershift-operator stopped: %w", err)
+	}
+	return nil
+}

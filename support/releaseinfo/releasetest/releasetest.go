@@ -1,0 +1,267 @@
+// Package releasetest serves OpenShift release payloads from an in-process
+// container registry on 127.0.0.1 (plain HTTP, optionally behind basic
+// auth), so tests can exercise code that reads release images without any
+// outside network.
+package releasetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	imagev1 "github.com/openshift/api/image/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// ImageReferencesFile is the payload file naming the component images.
+	ImageReferencesFile = "release-manifests/image-references"
+	// ReleaseMetadataFile is the payload file carrying the release version.
+	ReleaseMetadataFile = "release-manifests/release-metadata"
+)
+
+// Registry is a container registry served on 127.0.0.1 for one test.
+type Registry struct {
+	server     *httptest.Server
+	user       string
+	password   string
+	middleware []func(http.Handler) http.Handler
+}
+
+// Option configures a Registry.
+type Option func(*Registry)
+
+// WithBasicAuth makes the registry demand basic auth with user and password:
+// a request without them, or with others, gets 401 and a
+// WWW-Authenticate: Basic challenge.
+func WithBasicAuth(user, password string) Option {
+	return func(r *Registry) {
+		r.user, r.password = user, password
+	}
+}
+
+// WithMiddleware wraps the registry's handler, outermost last, e.g. to fail
+// or delay requests. It applies to pushes too.
+func WithMiddleware(mw func(http.Handler) http.Handler) Option {
+	return func(r *Registry) {
+		r.middleware = append(r.middleware, mw)
+	}
+}
+
+// NewRegistry starts a registry that is stopped when t ends.
+func NewRegistry(t testing.TB, opts ...Option) *Registry {
+	t.Helper()
+	r := &Registry{}
+	for _, opt := range opts {
+		opt(r)
+	}
+	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	if r.user != "" || r.password != "" {
+		handler = r.basicAuth(handler)
+	}
+	for _, mw := range r.middleware {
+		handler = mw(handler)
+	}
+	r.server = httptest.NewServer(handler)
+	t.Cleanup(r.server.Close)
+	return r
+}
+
+// Host returns the registry's host:port, e.g. 127.0.0.1:40123.
+func (r *Registry) Host() string {
+	return strings.TrimPrefix(r.server.URL, "http://")
+}
+
+// DockerConfigJSON returns a kubernetes.io/dockerconfigjson pull secret
+// holding user and password for this registry.
+func (r *Registry) DockerConfigJSON(user, password string) []byte {
+	return DockerConfigJSON(r.Host(), user, password)
+}
+
+// DockerConfigJSON returns a kubernetes.io/dockerconfigjson pull secret
+// holding user and password for host.
+func DockerConfigJSON(host, user, password string) []byte {
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	data, err := json.Marshal(map[string]any{
+		"auths": map[string]any{host: map[string]string{"auth": auth}},
+	})
+	if err != nil {
+		panic(err) // marshalling strings cannot fail
+	}
+	return data
+}
+
+// PushRelease pushes a release payload of the given version naming the given
+// component images (tag name -> pull spec) as repoTag, e.g.
+// "ocp-release:4.17.0", and returns its pull spec and manifest digest.
+func (r *Registry) PushRelease(t testing.TB, repoTag, version string, components map[string]string) (pullSpec, digest string) {
+	t.Helper()
+	return r.PushImage(t, repoTag, ReleaseFiles(t, version, components))
+}
+
+// PushImage pushes a single-layer image holding files (path -> content) as
+// repoTag and returns its pull spec and manifest digest.
+func (r *Registry) PushImage(t testing.TB, repoTag string, files map[string][]byte) (pullSpec, digest string) {
+	t.Helper()
+	return r.PushLayers(t, repoTag, files)
+}
+
+// PushLayers pushes an image with one layer per element of layers, oldest
+// first, and returns its pull spec and manifest digest. A file named
+// ".wh.<name>" whites out <name> from older layers.
+func (r *Registry) PushLayers(t testing.TB, repoTag string, layers ...map[string][]byte) (pullSpec, digest string) {
+	t.Helper()
+	var img v1.Image = empty.Image
+	for _, files := range layers {
+		layer, err := tarLayer(files)
+		if err != nil {
+			t.Fatalf("failed to build layer: %v", err)
+		}
+		if img, err = mutate.AppendLayers(img, layer); err != nil {
+			t.Fatalf("failed to append layer: %v", err)
+		}
+	}
+	ref, err := name.ParseReference(r.Host() + "/" + repoTag)
+	if err != nil {
+		t.Fatalf("failed to parse %q: %v", repoTag, err)
+	}
+	opts := []remote.Option{remote.WithContext(t.Context())}
+	if r.user != "" || r.password != "" {
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: r.user, Password: r.password}))
+	}
+	if err := remote.Write(ref, img, opts...); err != nil {
+		t.Fatalf("failed to push %s: %v", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatalf("failed to compute digest of %s: %v", ref, err)
+	}
+	return ref.String(), d.String()
+}
+
+// ReleaseFiles returns the release-manifests files of a payload: an
+// image-references ImageStream named version whose tags name components
+// (tag name -> pull spec), and release-metadata carrying version.
+func ReleaseFiles(t testing.TB, version string, components map[string]string) map[string][]byte {
+	t.Helper()
+	names := make([]string, 0, len(components))
+	for n := range components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	stream := imagev1.ImageStream{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "image.openshift.io/v1", Kind: "ImageStream"},
+		ObjectMeta: metav1.ObjectMeta{Name: version},
+	}
+	for _, n := range names {
+		stream.Spec.Tags = append(stream.Spec.Tags, imagev1.TagReference{
+			Name: n,
+			From: &corev1.ObjectReference{Kind: "DockerImage", Name: components[n]},
+		})
+	}
+	references, err := json.Marshal(stream)
+	if err != nil {
+		t.Fatalf("failed to encode image-references: %v", err)
+	}
+	metadata, err := json.Marshal(map[string]any{
+		"kind":     "cincinnati-metadata-v0",
+		"version":  version,
+		"previous": []string{},
+		"metadata": map[string]string{},
+	})
+	if err != nil {
+		t.Fatalf("failed to encode release-metadata: %v", err)
+	}
+	return map[string][]byte{
+		ImageReferencesFile: references,
+		ReleaseMetadataFile: metadata,
+	}
+}
+
+// UnreachableHost returns a 127.0.0.1 host:port that nothing listens on.
+func UnreachableHost(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("failed to listen: %v", err)
+	}
+	host := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("failed to close listener: %v", err)
+	}
+	return host
+}
+
+func (r *Registry) basicAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		user, password, ok := req.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(r.user)) != 1 ||
+			subtle.ConstantTimeCompare([]byte(password), []byte(r.password)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="releasetest"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// tarLayer builds a gzipped tar layer holding files, with their parent
+// directories, in a stable order.
+func tarLayer(files map[string][]byte) (v1.Layer, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, n := range names {
+		var parents []string
+		for dir := path.Dir(n); dir != "." && dir != "/" && !dirs[dir]; dir = path.Dir(dir) {
+			dirs[dir] = true
+			parents = append(parents, dir)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			if err := tw.WriteHeader(&tar.Header{Name: parents[i] + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+				return nil, err
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n]))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	})
+}
