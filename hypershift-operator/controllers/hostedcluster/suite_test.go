@@ -2,8 +2,8 @@ package hostedcluster_test
 
 import (
 	"context"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
