@@ -20,6 +20,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -117,26 +118,31 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to build the scheme: %w", err)
 	}
-	// The lock's requests time out below the renew deadline, so a hung
-	// request cannot outlast it.
-	electionConfig := rest.CopyConfig(restConfig)
-	electionConfig.Timeout = o.Election.RequestTimeout()
+	// The Lease names the pod; the lock's requests time out below the
+	// renew deadline, so a hung request cannot outlast it.
+	identity, err := leaderelection.Identity()
+	if err != nil {
+		return err
+	}
+	lock, err := leaderelection.NewLeaseLock(restConfig, o.Namespace, hyperv1.HypershiftOperatorLeaseName, identity, o.Election)
+	if err != nil {
+		return err
+	}
 
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         hostedcluster.CacheOptions(),
-		Client:                        hostedcluster.ClientOptions(),
-		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              hyperv1.HypershiftOperatorLeaseName,
-		LeaderElectionNamespace:       o.Namespace,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionConfig:          electionConfig,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &o.Election.LeaseDuration,
-		RenewDeadline:                 &o.Election.RenewDeadline,
-		RetryPeriod:                   &o.Election.RetryPeriod,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		Scheme:                              scheme,
+		Cache:                               hostedcluster.CacheOptions(),
+		Client:                              hostedcluster.ClientOptions(),
+		LeaderElection:                      o.LeaderElect,
+		LeaderElectionID:                    hyperv1.HypershiftOperatorLeaseName,
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       &o.Election.LeaseDuration,
+		RenewDeadline:                       &o.Election.RenewDeadline,
+		RetryPeriod:                         &o.Election.RetryPeriod,
+		Metrics:                             metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:              o.HealthProbeBindAddress,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
@@ -160,7 +166,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect)
+	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect, "identity", identity)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("the hypershift-operator stopped: %w", err)
 	}

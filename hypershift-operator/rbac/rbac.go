@@ -53,7 +53,9 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: readWrite},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}, Verbs: readWrite},
+		// Secrets are read one by one past the cache: no list or watch.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: readWrite},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readWrite},
 		// Watch every control-plane-operator Lease to show its holder.
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read},

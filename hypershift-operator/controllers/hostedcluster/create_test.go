@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 )
 
 const converge = 30 * time.Second
@@ -209,4 +210,22 @@ func checkCondition(hc *hyperv1.HostedCluster, conditionType string, status meta
 		return fmt.Errorf("condition %s observed generation %d, want %d", conditionType, c.ObservedGeneration, hc.Generation)
 	}
 	return nil
+}
+
+// TestInvalidElectionTimings checks that the HO refuses to render a CPO
+// whose timings break LeaseDuration > RenewDeadline > 1.2 * RetryPeriod.
+func TestInvalidElectionTimings(t *testing.T) {
+	startOperator(t, func(r *hostedcluster.Reconciler) { r.Election.RenewDeadline = r.Election.LeaseDuration })
+	c := newCluster(t, "4.17.0", nil)
+	eventually(t, converge, func() error {
+		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidConfiguration)
+		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "must be greater than the renew deadline") {
+			return fmt.Errorf("ValidConfiguration = %+v", cond)
+		}
+		return nil
+	})
+	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, &appsv1.Deployment{})
+	if err == nil {
+		t.Fatal("a CPO Deployment was rendered with invalid election timings")
+	}
 }

@@ -1,0 +1,331 @@
+package operator_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var (
+	env    *testenv.Env
+	binary string
+)
+
+// TestMain builds the hypershift-operator binary from this repository and
+// starts the test control plane with its audit log.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hypershift-operator-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "hypershift-operator")
+	build := exec.Command("go", "build", "-o", binary, "github.com/hypershift-le/hypershift/hypershift-operator")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: failed to build the hypershift-operator: %v\n", err)
+		os.Exit(1)
+	}
+	code := testenv.Main(m, testenv.Options{AuditLog: true}, &env)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process is one hypershift-operator process running as its own user.
+type process struct {
+	user, pod  string
+	healthAddr string
+	cmd        *exec.Cmd
+	output     *bytes.Buffer
+	done       chan error
+}
+
+// startProcess runs `hypershift-operator run` as user, bound to the HO's
+// ClusterRole and its leader-election Role in namespace, with POD_NAME=pod.
+func startProcess(t *testing.T, namespace, user, pod string, extraArgs ...string) *process {
+	t.Helper()
+	kubeconfig, err := env.AddUserKubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, namespace, user)
+	p := &process{user: user, pod: pod, healthAddr: freeAddress(t), output: &bytes.Buffer{}, done: make(chan error, 1)}
+	args := append([]string{"run",
+		"--kubeconfig=" + kubeconfig,
+		"--namespace=" + namespace,
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=" + p.healthAddr,
+	}, extraArgs...)
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Env = append(os.Environ(), "POD_NAME="+pod)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", pod, tail(p.output.String(), 4000))
+		}
+	})
+	return p
+}
+
+// grant binds the HO's ClusterRole and leader-election Role to user.
+func grant(t *testing.T, namespace, user string) {
+	t.Helper()
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	objects := []client.Object{
+		rbac.ClusterRole(),
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.HypershiftOperatorName},
+			Subjects:   subjects,
+		},
+		rbac.LeaderElectionRole(namespace),
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rbac.LeaderElectionRole(namespace).Name},
+			Subjects:   subjects,
+		},
+	}
+	for _, obj := range objects {
+		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+func holder(t *testing.T, namespace string) string {
+	lease := &coordinationv1.Lease{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %s: %v", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestTwoOperators runs two hypershift-operator processes: only the Lease
+// holder writes, as the audit log shows, the standby serves health, and a
+// graceful stop hands over.
+func TestTwoOperators(t *testing.T) {
+	hoNamespace := env.Namespace(t)
+	a := startProcess(t, hoNamespace, "ho-a", "hypershift-operator-a")
+	eventually(t, 30*time.Second, func() error {
+		if h := holder(t, hoNamespace); h != a.pod {
+			return fmt.Errorf("holder %q, want %s", h, a.pod)
+		}
+		return nil
+	})
+	b := startProcess(t, hoNamespace, "ho-b", "hypershift-operator-b")
+	eventually(t, 30*time.Second, func() error { return healthy(b) })
+
+	// A HostedCluster for them to reconcile.
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	ns := env.Namespace(t)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
+	}
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: image},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
+		},
+	}
+	for _, obj := range []client.Object{secret, hc} {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	controlPlane := hyperv1.ControlPlaneNamespace(ns, hc.Name)
+	deployment := client.ObjectKey{Namespace: controlPlane, Name: "control-plane-operator"}
+	eventually(t, 30*time.Second, func() error { return env.Client.Get(t.Context(), deployment, &appsv1.Deployment{}) })
+
+	t.Run("only the holder writes", func(t *testing.T) {
+		if n := len(writes(t, a.user)); n == 0 {
+			t.Fatal("the holder made no write: the check below would prove nothing")
+		}
+		if w := writes(t, b.user); len(w) != 0 {
+			t.Fatalf("the standby made %d writes: %v", len(w), w)
+		}
+	})
+
+	t.Run("when the holder stops gracefully, it releases the Lease and the standby takes over", func(t *testing.T) {
+		stopped := time.Now()
+		if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-a.done:
+			if err != nil {
+				t.Fatalf("the holder exited with %v after SIGTERM, want 0", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the holder did not exit within 20s of SIGTERM")
+		}
+		eventually(t, 10*time.Second, func() error {
+			if h := holder(t, hoNamespace); h != b.pod {
+				return fmt.Errorf("holder %q, want %s", h, b.pod)
+			}
+			return nil
+		})
+		// Well inside the 6s lease duration: the Lease was released, not left to expire.
+		if took := time.Since(stopped); took > 5*time.Second {
+			t.Errorf("the handover took %s", took)
+		}
+		// The new holder acts: it converges a change.
+		current := &hyperv1.HostedCluster{}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hc), current); err != nil {
+			t.Fatal(err)
+		}
+		current.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
+		if err := env.Client.Update(t.Context(), current); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, func() error {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(t.Context(), deployment, d); err != nil {
+				return err
+			}
+			if *d.Spec.Replicas != 2 {
+				return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+			}
+			return nil
+		})
+		for _, w := range writes(t, a.user) {
+			if w.after(stopped.Add(time.Second)) {
+				t.Errorf("the stopped holder wrote after it exited: %v", w)
+			}
+		}
+	})
+}
+
+// TestInvalidFlags checks that bad timings stop the process at start with a
+// clear message.
+func TestInvalidFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "when the HO's renew deadline reaches its lease duration, it refuses to start", args: []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"}, want: "lease duration (10s) must be greater than the renew deadline (10s)"},
+		{name: "when the CPO timings it would render are invalid, it refuses to start", args: []string{"--cpo-leader-elect-renew-deadline=12s", "--cpo-leader-elect-retry-period=10s"}, want: "invalid --cpo-leader-elect-* timings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, binary, append([]string{"run"}, tt.args...)...).CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("want a non-zero exit, got %v:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tt.want) {
+				t.Fatalf("output lacks %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}
+
+func healthy(p *process) error {
+	resp, err := http.Get("http://" + p.healthAddr + "/healthz")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthz: %s", resp.Status)
+	}
+	return nil
+}
+
+type write struct {
+	at   time.Time
+	what string
+}
+
+func (w write) after(t time.Time) bool { return w.at.After(t) }
+func (w write) String() string        { return w.at.Format("15:04:05.000") + " " + w.what }
+
+// writes returns every write request user made, from the audit log.
+func writes(t *testing.T, user string) []write {
+	t.Helper()
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []write
+	for _, e := range events {
+		if e.User.Username == user && testenv.IsWrite(e) && e.ObjectRef != nil {
+			out = append(out, write{at: e.RequestReceivedTimestamp.Time, what: e.Verb + " " + e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name})
+		}
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
