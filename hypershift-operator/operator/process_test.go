@@ -21,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -234,12 +235,15 @@ func TestTwoOperators(t *testing.T) {
 			t.Errorf("the handover took %s", took)
 		}
 		// The new holder acts: it converges a change.
-		current := &hyperv1.HostedCluster{}
-		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hc), current); err != nil {
-			t.Fatal(err)
-		}
-		current.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
-		if err := env.Client.Update(t.Context(), current); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current := &hyperv1.HostedCluster{}
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hc), current); err != nil {
+				return err
+			}
+			current.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
+			return env.Client.Update(t.Context(), current)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 30*time.Second, func() error {
@@ -305,7 +309,7 @@ type write struct {
 }
 
 func (w write) after(t time.Time) bool { return w.at.After(t) }
-func (w write) String() string        { return w.at.Format("15:04:05.000") + " " + w.what }
+func (w write) String() string         { return w.at.Format("15:04:05.000") + " " + w.what }
 
 // writes returns every write request user made, from the audit log.
 func writes(t *testing.T, user string) []write {

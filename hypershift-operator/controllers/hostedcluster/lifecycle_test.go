@@ -60,11 +60,7 @@ func TestUpgrade(t *testing.T) {
 	})
 
 	next := c.pushRelease(t, "4.17.1")
-	hc := c.get(t)
-	hc.Spec.Release.Image = next
-	if err := env.Client.Update(t.Context(), hc); err != nil {
-		t.Fatal(err)
-	}
+	c.update(t, func(hc *hyperv1.HostedCluster) { hc.Spec.Release.Image = next })
 	eventually(t, converge, func() error {
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {

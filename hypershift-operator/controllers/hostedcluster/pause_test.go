@@ -24,14 +24,12 @@ func TestPause(t *testing.T) {
 	before := c.hc.Spec.Release.Image
 	next := c.pushRelease(t, "4.17.1")
 
-	setPause := func(value *string, image string) {
+	setPause := func(t *testing.T, value *string, image string) {
 		t.Helper()
-		hc := c.get(t)
-		hc.Spec.PausedUntil = value
-		hc.Spec.Release.Image = image
-		if err := env.Client.Update(t.Context(), hc); err != nil {
-			t.Fatal(err)
-		}
+		c.update(t, func(hc *hyperv1.HostedCluster) {
+			hc.Spec.PausedUntil = value
+			hc.Spec.Release.Image = image
+		})
 	}
 	hcpPausedUntil := func() (*string, error) {
 		hcp := &hyperv1.HostedControlPlane{}
@@ -52,7 +50,7 @@ func TestPause(t *testing.T) {
 	}
 
 	t.Run("when paused with true, nothing rolls out and the HostedControlPlane is paused too", func(t *testing.T) {
-		setPause(ptr.To("true"), next)
+		setPause(t, ptr.To("true"), next)
 		eventually(t, converge, func() error {
 			cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ReconciliationActive)
 			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ReconciliationPaused" {
@@ -72,7 +70,7 @@ func TestPause(t *testing.T) {
 
 	t.Run("when the pause date passes, reconciliation resumes without a restart", func(t *testing.T) {
 		until := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339)
-		setPause(ptr.To(until), next)
+		setPause(t, ptr.To(until), next)
 		eventually(t, converge, func() error {
 			cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ReconciliationActive)
 			if cond == nil || !strings.Contains(cond.Message, until) {
@@ -89,7 +87,7 @@ func TestPause(t *testing.T) {
 	})
 
 	t.Run("when pausedUntil is removed, the HostedControlPlane loses it too", func(t *testing.T) {
-		setPause(nil, next)
+		setPause(t, nil, next)
 		eventually(t, converge, func() error {
 			if paused, err := hcpPausedUntil(); err != nil || paused != nil {
 				return fmt.Errorf("HostedControlPlane pausedUntil = %v (%v)", paused, err)

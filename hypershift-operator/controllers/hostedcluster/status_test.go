@@ -111,14 +111,12 @@ func TestIdempotence(t *testing.T) {
 	// Force reconciles without changing anything the HO reads: touch an
 	// annotation it ignores, three times.
 	for i := range 3 {
-		hc := c.get(t)
-		if hc.Annotations == nil {
-			hc.Annotations = map[string]string{}
-		}
-		hc.Annotations["example.com/touch"] = fmt.Sprint(i)
-		if err := env.Client.Update(t.Context(), hc); err != nil {
-			t.Fatal(err)
-		}
+		c.update(t, func(hc *hyperv1.HostedCluster) {
+			if hc.Annotations == nil {
+				hc.Annotations = map[string]string{}
+			}
+			hc.Annotations["example.com/touch"] = fmt.Sprint(i)
+		})
 		time.Sleep(time.Second)
 	}
 	time.Sleep(2 * time.Second)
@@ -160,11 +158,7 @@ func TestBadReleaseImage(t *testing.T) {
 	runningImage := c.cpoImage("4.17.0")
 	empty := releasetest.NewRegistry(t, counting)
 
-	hc := c.get(t)
-	hc.Spec.Release.Image = empty.Host() + "/ocp-release:does-not-exist"
-	if err := env.Client.Update(t.Context(), hc); err != nil {
-		t.Fatal(err)
-	}
+	c.update(t, func(hc *hyperv1.HostedCluster) { hc.Spec.Release.Image = empty.Host() + "/ocp-release:does-not-exist" })
 	eventually(t, converge, func() error {
 		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidReleaseImage)
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ReleaseImageNotFound" {

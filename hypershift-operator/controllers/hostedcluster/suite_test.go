@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -186,6 +187,23 @@ func (c *cluster) get(t *testing.T) *hyperv1.HostedCluster {
 		t.Fatal(err)
 	}
 	return hc
+}
+
+// update changes the HostedCluster as a user would, retrying when the HO
+// wrote it in between.
+func (c *cluster) update(t *testing.T, mutate func(*hyperv1.HostedCluster)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(c.hc), hc); err != nil {
+			return err
+		}
+		mutate(hc)
+		return env.Client.Update(t.Context(), hc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // forget removes a HostedCluster without its operator.
