@@ -1,7 +1,8 @@
 // Package upsert applies desired objects with server-side apply under a fixed
-// field owner, and skips the request entirely when the live object already
-// holds every field the desired one sets: a converged reconcile makes no
-// write request at all.
+// field owner, and skips the request entirely when it would change nothing:
+// the live object already holds every field the desired one sets, and the
+// owner's managed fields hold no field the desired one dropped. A converged
+// reconcile makes no write request at all.
 package upsert
 
 import (
@@ -26,12 +27,11 @@ type Applier struct {
 	FieldOwner string
 }
 
-// Apply makes the live object hold every field desired sets, with ForceOwnership.
-// It reads the live object first and sends no request when nothing would
-// change. It returns whether it sent an apply. desired is not modified.
-//
-// Fields that desired stopped setting are removed by the next apply that
-// does happen, as server-side apply removes fields an owner no longer sets.
+// Apply makes the live object hold every field desired sets, with
+// ForceOwnership, and drop the fields the owner applied before but desired
+// no longer sets. It reads the live object first and sends no request when
+// nothing would change. It returns whether it sent an apply. desired is not
+// modified.
 func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error) {
 	scheme := a.Client.Scheme()
 	gvk, err := apiutil.GVKForObject(desired, scheme)
@@ -53,7 +53,11 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 	err = reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case err == nil:
-		if Contains(live.Object, want.Object) {
+		owned, err := ownsOnly(live, a.FieldOwner, want.Object)
+		if err != nil {
+			return false, err
+		}
+		if owned && Contains(live.Object, want.Object) {
 			return false, nil
 		}
 	case !apierrors.IsNotFound(err):
