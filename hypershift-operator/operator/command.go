@@ -30,7 +30,7 @@ hypershift-operator-leader-elect Lease reconciles; losing the Lease ends the pro
   hypershift-operator run --cpo-leader-elect-lease-duration=30s \
     --cpo-leader-elect-renew-deadline=20s --cpo-leader-elect-retry-period=5s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(_ *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			if err := opts.Validate(); err != nil {
 				return err

@@ -92,7 +92,8 @@ func startProcess(t *testing.T, namespace, user, pod string, extraArgs ...string
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-p.done:
+		case err := <-p.done:
+			_ = err // the exit status is checked where it matters
 		case <-time.After(20 * time.Second):
 			_ = p.cmd.Process.Kill()
 		}

@@ -17,9 +17,10 @@ import (
 )
 
 const (
-	// MetricsPort and HealthPort are where the CPO serves metrics and probes.
+	// MetricsPort is where the CPO serves metrics.
 	MetricsPort = 8080
-	HealthPort  = 8081
+	// HealthPort is where the CPO serves its health and readiness probes.
+	HealthPort = 8081
 
 	// appLabel selects the CPO's pods; a Deployment's selector cannot change.
 	appLabel = "app"

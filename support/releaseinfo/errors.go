@@ -41,7 +41,7 @@ func classify(pullSpec, registry string, err, fallback error) error {
 	if isNetworkError(err) {
 		return fmt.Errorf("%s: could not connect to registry %s; check the registry host name and port, DNS, and any proxy or firewall between the cluster and the registry: %w: %w", prefix, registry, ErrUnreachable, err)
 	}
-	if fallback == ErrMalformed {
+	if errors.Is(fallback, ErrMalformed) {
 		return fmt.Errorf("%s: %w: %w", prefix, ErrMalformed, err)
 	}
 	return fmt.Errorf("%s: could not talk to registry %s: %w: %w", prefix, registry, fallback, err)
@@ -49,12 +49,12 @@ func classify(pullSpec, registry string, err, fallback error) error {
 
 func classifyResponse(prefix, registry string, terr *transport.Error, err error) error {
 	status := fmt.Sprintf("HTTP %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
-	switch responseKind(terr) {
-	case ErrUnauthorized:
+	switch kind := responseKind(terr); {
+	case errors.Is(kind, ErrUnauthorized):
 		return fmt.Errorf("%s: registry %s denied access (%s); check that the pull secret has credentials for %s that may pull this image, and that the image exists: %w: %w", prefix, registry, status, registry, ErrUnauthorized, err)
-	case ErrNotFound:
+	case errors.Is(kind, ErrNotFound):
 		return fmt.Errorf("%s: registry %s has no such image (%s); check the repository and the tag or digest in the pull spec: %w: %w", prefix, registry, status, ErrNotFound, err)
-	case ErrUnreachable:
+	case errors.Is(kind, ErrUnreachable):
 		return fmt.Errorf("%s: registry %s is unavailable (%s); retry later or check the registry's status: %w: %w", prefix, registry, status, ErrUnreachable, err)
 	default:
 		return fmt.Errorf("%s: registry %s rejected the request (%s); check the pull spec: %w: %w", prefix, registry, status, ErrMalformed, err)

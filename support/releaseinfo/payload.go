@@ -57,7 +57,7 @@ func readLayer(layer v1.Layer, found map[string][]byte, resolved map[string]bool
 	if err != nil {
 		return fmt.Errorf("failed to open layer %s: %w", digest, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 
 	inLayer := map[string][]byte{}
 	hidden := map[string]bool{}

@@ -35,8 +35,9 @@ func checkError(t *testing.T, err, want error, msgs ...string) {
 		t.Fatalf("expected an error wrapping %q, got none", want)
 	}
 	for _, s := range sentinels {
-		if got := errors.Is(err, s); got != (s == want) {
-			t.Errorf("errors.Is(err, %q) = %v, want %v; err: %v", s, got, s == want, err)
+		wanted := errors.Is(want, s)
+		if got := errors.Is(err, s); got != wanted {
+			t.Errorf("errors.Is(err, %q) = %v, want %v; err: %v", s, got, wanted, err)
 		}
 	}
 	for _, msg := range msgs {
@@ -72,14 +73,14 @@ func TestLookup(t *testing.T) {
 	}{
 		{
 			name: "when the tag names a release payload, it returns its version, digest and component images",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushRelease(t, "ocp/release:4.17.0", "4.17.0", testComponents)
 			},
 			wantVersion: "4.17.0",
 		},
 		{
 			name: "when the pull spec is pinned by digest, it returns that payload",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				_, digest := reg.PushRelease(t, "ocp/release:4.17.1", "4.17.1", testComponents)
 				return reg.Host() + "/ocp/release@" + digest, digest
 			},
@@ -87,7 +88,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the pull secret has no entry for the registry, it reads anonymously",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushRelease(t, "ocp/release:4.17.2", "4.17.2", testComponents)
 			},
 			pullSecret:  releasetest.DockerConfigJSON("quay.io", "someone", "secret"),
@@ -95,7 +96,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when a newer layer replaces release-metadata, the newer version wins",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				newer := map[string][]byte{ReleaseMetadataFile: release("4.18.0")[ReleaseMetadataFile]}
 				return reg.PushLayers(t, "ocp/release:layered", release("4.17.0"), newer)
 			},
@@ -103,7 +104,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when image-references is YAML, it is read",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				yamlRefs := "kind: ImageStream\napiVersion: image.openshift.io/v1\nmetadata:\n  name: 4.17.0\nspec:\n  tags:\n"
 				for _, n := range []string{"etcd", "hypershift", "kube-apiserver"} {
 					yamlRefs += "  - name: " + n + "\n    from:\n      kind: DockerImage\n      name: " + testComponents[n] + "\n"
@@ -114,7 +115,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the payload lacks release-metadata, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:no-metadata", without(release("4.17.0"), ReleaseMetadataFile))
 			},
 			wantErr:  ErrMalformed,
@@ -122,7 +123,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the payload lacks image-references, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:no-references", without(release("4.17.0"), ImageReferencesFile))
 			},
 			wantErr:  ErrMalformed,
@@ -130,7 +131,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the release files are outside release-manifests, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:elsewhere", map[string][]byte{
 					"manifests/release-metadata": release("4.17.0")[ReleaseMetadataFile],
 					"manifests/image-references": release("4.17.0")[ImageReferencesFile],
@@ -141,7 +142,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when a newer layer whites out release-metadata, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				whiteout := map[string][]byte{"release-manifests/.wh.release-metadata": nil}
 				return reg.PushLayers(t, "ocp/release:whiteout", release("4.17.0"), whiteout)
 			},
@@ -150,7 +151,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when a newer layer makes release-manifests opaque, older release files are hidden",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				opaque := without(release("4.18.0"), ReleaseMetadataFile)
 				opaque["release-manifests/.wh..wh..opq"] = nil
 				return reg.PushLayers(t, "ocp/release:opaque", release("4.17.0"), opaque)
@@ -160,7 +161,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when release-metadata is not JSON, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:bad-json", with(release("4.17.0"), ReleaseMetadataFile, `{"version": `))
 			},
 			wantErr:  ErrMalformed,
@@ -168,7 +169,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when release-metadata has an empty version, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:no-version", with(release("4.17.0"), ReleaseMetadataFile, `{"kind":"cincinnati-metadata-v0","version":""}`))
 			},
 			wantErr:  ErrMalformed,
@@ -176,7 +177,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when image-references cannot be decoded, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:bad-references", with(release("4.17.0"), ImageReferencesFile, `{"spec": {"tags": "nope"`))
 			},
 			wantErr:  ErrMalformed,
@@ -184,7 +185,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when image-references is not an ImageStream, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:configmap", with(release("4.17.0"), ImageReferencesFile, `{"kind":"ConfigMap","data":{}}`))
 			},
 			wantErr:  ErrMalformed,
@@ -192,7 +193,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when image-references names no DockerImage, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushImage(t, "ocp/release:no-images", with(release("4.17.0"), ImageReferencesFile,
 					`{"kind":"ImageStream","spec":{"tags":[{"name":"etcd","from":{"kind":"ImageStreamTag","name":"etcd:latest"}}]}}`))
 			},
@@ -201,7 +202,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the tag does not exist, it is not found",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				reg.PushRelease(t, "ocp/release:4.17.0", "4.17.0", testComponents)
 				return reg.Host() + "/ocp/release:4.99.0", ""
 			},
@@ -210,7 +211,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the repository does not exist, it is not found",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.Host() + "/nobody/here:4.17.0", ""
 			},
 			wantErr:  ErrNotFound,
@@ -218,7 +219,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the pull spec cannot be parsed, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.Host() + "/Not A Valid::Ref", ""
 			},
 			wantErr:  ErrMalformed,
@@ -226,7 +227,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the pull spec is empty, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, _ *releasetest.Registry) (string, string) {
 				return "", ""
 			},
 			wantErr:  ErrMalformed,
@@ -234,7 +235,7 @@ func TestLookup(t *testing.T) {
 		},
 		{
 			name: "when the pull secret is not dockerconfigjson, it is malformed",
-			push: func(t *testing.T, reg *releasetest.Registry) (string, string) {
+			push: func(_ *testing.T, reg *releasetest.Registry) (string, string) {
 				return reg.PushRelease(t, "ocp/release:4.17.0", "4.17.0", testComponents)
 			},
 			pullSecret: []byte(`{"auths": `),

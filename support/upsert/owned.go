@@ -22,7 +22,7 @@ func ownsOnly(live metav1.Object, owner string, desired map[string]any) (bool, e
 			return false, nil
 		}
 		var fields map[string]any
-		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return false, fmt.Errorf("failed to decode the managed fields of %s: %w", owner, err)
 		}
 		return covered(fields, desired), nil

@@ -47,23 +47,24 @@ func (e *Env) startControllerManager(assets string) error {
 		_ = logFile.Close()
 		return fmt.Errorf("failed to start kube-controller-manager: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); _ = logFile.Close() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); _ = logFile.Close(); close(exited) }()
 	e.stopControllerManager = func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 		return nil
 	}
 	// It must not die at start (bad flags, missing binary dependencies).
 	select {
-	case err := <-done:
+	case <-exited:
 		log, _ := os.ReadFile(logFile.Name())
-		return errors.Join(fmt.Errorf("kube-controller-manager exited at start: %w", err), errors.New(tail(string(log), 2000)))
+		return errors.Join(fmt.Errorf("kube-controller-manager exited at start: %w", waitErr), errors.New(tail(string(log), 2000)))
 	case <-time.After(2 * time.Second):
 	}
 	return nil

@@ -186,10 +186,10 @@ func awaitGone(t *testing.T, c *cluster) {
 	t.Helper()
 	eventually(t, 2*converge, func() error {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: c.controlPlaneNamespace()}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the control-plane namespace is still there (%v)", err)
+			return fmt.Errorf("the control-plane namespace is still there (%w)", err)
 		}
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(c.hc), &hyperv1.HostedCluster{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the HostedCluster is still there (%v)", err)
+			return fmt.Errorf("the HostedCluster is still there (%w)", err)
 		}
 		return nil
 	})

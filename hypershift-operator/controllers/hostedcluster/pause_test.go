@@ -58,7 +58,7 @@ func TestPause(t *testing.T) {
 			}
 			paused, err := hcpPausedUntil()
 			if err != nil || paused == nil || *paused != "true" {
-				return fmt.Errorf("HostedControlPlane pausedUntil = %v (%v)", paused, err)
+				return fmt.Errorf("HostedControlPlane pausedUntil = %v (%w)", paused, err)
 			}
 			return nil
 		})
@@ -80,7 +80,7 @@ func TestPause(t *testing.T) {
 		})
 		eventually(t, converge, func() error {
 			if got, err := operateOn(); err != nil || got != next {
-				return fmt.Errorf("OPERATE_ON_RELEASE_IMAGE = %s (%v), want %s", got, err, next)
+				return fmt.Errorf("OPERATE_ON_RELEASE_IMAGE = %s (%w), want %s", got, err, next)
 			}
 			return checkCondition(c.get(t), hyperv1.ReconciliationActive, metav1.ConditionTrue)
 		})
@@ -90,7 +90,7 @@ func TestPause(t *testing.T) {
 		setPause(t, nil, next)
 		eventually(t, converge, func() error {
 			if paused, err := hcpPausedUntil(); err != nil || paused != nil {
-				return fmt.Errorf("HostedControlPlane pausedUntil = %v (%v)", paused, err)
+				return fmt.Errorf("HostedControlPlane pausedUntil = %v (%w)", paused, err)
 			}
 			return nil
 		})

@@ -264,7 +264,7 @@ func writesBy(t *testing.T, user string, since time.Time, namespaces ...string) 
 		if e.User.Username != user || !testenv.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(since) || e.ObjectRef == nil {
 			continue
 		}
-		if len(in) > 0 && !in[e.ObjectRef.Namespace] && !(e.ObjectRef.Resource == "namespaces" && in[e.ObjectRef.Name]) {
+		if len(in) > 0 && !in[e.ObjectRef.Namespace] && (e.ObjectRef.Resource != "namespaces" || !in[e.ObjectRef.Name]) {
 			continue
 		}
 		out = append(out, e)

@@ -131,7 +131,7 @@ func (r *Registry) PushImage(t testing.TB, repoTag string, files map[string][]by
 // ".wh.<name>" whites out <name> from older layers.
 func (r *Registry) PushLayers(t testing.TB, repoTag string, layers ...map[string][]byte) (pullSpec, digest string) {
 	t.Helper()
-	var img v1.Image = empty.Image
+	img := empty.Image
 	for _, files := range layers {
 		layer, err := tarLayer(files)
 		if err != nil {

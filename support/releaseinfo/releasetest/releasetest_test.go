@@ -38,7 +38,7 @@ func TestBasicAuth(t *testing.T) {
 			if err != nil {
 				t.Fatalf("GET /v2/ failed: %v", err)
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			if resp.StatusCode != tc.wantStatus {
 				t.Errorf("status = %d, want %d", resp.StatusCode, tc.wantStatus)
 			}
@@ -74,7 +74,7 @@ func TestUnreachableHost(t *testing.T) {
 		t.Errorf("UnreachableHost() = %q, want a 127.0.0.1 address", host)
 	}
 	if conn, err := net.Dial("tcp", host); err == nil {
-		conn.Close()
+		_ = conn.Close()
 		t.Errorf("connecting to %s succeeded, want it refused", host)
 	}
 }
