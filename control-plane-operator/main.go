@@ -8,16 +8,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hypershift-le/hypershift/cmd/version"
+	"github.com/hypershift-le/hypershift/control-plane-operator/operator"
 )
 
 func main() {
 	root := &cobra.Command{
 		Use:          "control-plane-operator",
 		Short:        "Run a hosted control plane's components while holding its Lease",
-		Example:      "  control-plane-operator version",
+		Example:      "  control-plane-operator run --namespace=clusters-demo\n  control-plane-operator version",
 		SilenceUsage: true,
 	}
-	root.AddCommand(version.NewCommand())
+	root.AddCommand(operator.NewRunCommand(), version.NewCommand())
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -1,0 +1,19 @@
+package hostedcontrolplane
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// releaseMismatch is 1 while the HostedControlPlane asks for a release
+	// other than the one this CPO operates on, and it therefore writes nothing.
+	releaseMismatch = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "control_plane_operator_release_image_mismatch",
+		Help: "1 while the HostedControlPlane's release image differs from OPERATE_ON_RELEASE_IMAGE, so this control-plane-operator writes nothing.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(releaseMismatch)
+}

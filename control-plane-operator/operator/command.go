@@ -1,0 +1,60 @@
+package operator
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// NewRunCommand returns `control-plane-operator run`.
+func NewRunCommand() *cobra.Command {
+	opts := DefaultOptions()
+	var kubeconfig string
+	zapOpts := zap.Options{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the control-plane-operator of one hosted control plane",
+		Long: `Run the control-plane-operator: it renders the hosted control plane's components
+in --namespace, but only while it holds the Lease named by
+--leader-elect-resource-name; a standby serves health and metrics and writes nothing.
+Losing the Lease ends the process with a non-zero status; SIGTERM stops the
+controllers, waits for running reconciles, releases the Lease and exits 0.`,
+		Example: `  control-plane-operator run --namespace=clusters-demo --leader-elect=true \
+    --leader-elect-lease-duration=60s --leader-elect-renew-deadline=40s \
+    --leader-elect-retry-period=15s --leader-elect-resource-name=control-plane-operator-leader-elect`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			log := ctrl.Log.WithName("control-plane-operator")
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			restConfig, err := ctrl.GetConfig()
+			if kubeconfig != "" {
+				restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			}
+			if err != nil {
+				return fmt.Errorf("failed to load a kubeconfig: %w", err)
+			}
+			ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
+			if err := Run(ctx, restConfig, opts); err != nil {
+				log.Error(err, "Exiting: the control-plane-operator lost or could not hold its Lease, or failed to run")
+				os.Exit(1)
+			}
+			log.Info("Stopped: the Lease is released")
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
+	opts.AddFlags(fs)
+	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	zapOpts.BindFlags(goFlags)
+	fs.AddGoFlagSet(goFlags)
+	return cmd
+}

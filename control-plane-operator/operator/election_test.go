@@ -1,0 +1,255 @@
+package operator_test
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+)
+
+const margin = 3 * time.Second
+
+// awaitComponents waits until the Lease holder applied every component.
+func awaitComponents(t *testing.T, cp *controlPlane) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		missing := ""
+		for _, name := range render.ComponentNames {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, &appsv1.Deployment{}); err != nil {
+				missing = name
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %s was not applied within 30s", missing)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// toggle changes the HostedControlPlane so the leader must write again.
+func toggle(t *testing.T, cp *controlPlane, policy hyperv1.AvailabilityPolicy) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hcp := &hyperv1.HostedControlPlane{}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(cp.hcp), hcp); err != nil {
+			return err
+		}
+		hcp.Spec.ControllerAvailabilityPolicy = policy
+		return env.Client.Update(t.Context(), hcp)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestThreeReplicas runs three CPOs: at every sample exactly one holds the
+// Lease, it is a live process named by its POD_NAME, and every write any of
+// them made falls inside its own holding, as the audit log shows.
+func TestThreeReplicas(t *testing.T) {
+	cp := newControlPlane(t, false)
+	pods := []string{"cpo-a", "cpo-b", "cpo-c"}
+	var cpos []*cpo
+	for _, pod := range pods {
+		cpos = append(cpos, startCPO(t, cp, pod, cp.releaseImage))
+	}
+	awaitHolder(t, cp, 30*time.Second, pods...)
+	awaitComponents(t, cp)
+
+	samples, policies := 0, []hyperv1.AvailabilityPolicy{hyperv1.HighlyAvailable, hyperv1.SingleReplica}
+	for i := range 40 {
+		if i%10 == 0 {
+			toggle(t, cp, policies[(i/10)%2])
+		}
+		h := holder(t, cp)
+		found := false
+		for _, c := range cpos {
+			found = found || (c.pod == h)
+		}
+		if !found {
+			t.Fatalf("sample %d: the Lease is held by %q, not by one of %v", i, h, pods)
+		}
+		samples++
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	writes := successfulWrites(t, cp.namespace, "cpo-cpo-a", "cpo-cpo-b", "cpo-cpo-c")
+	nonLease := 0
+	for _, w := range writes {
+		if !w.isLease() {
+			nonLease++
+		}
+	}
+	if nonLease == 0 {
+		t.Fatal("no CPO wrote anything: the holding check would prove nothing")
+	}
+	if v := writesOutsideHoldings(writes); len(v) != 0 {
+		t.Fatalf("%d writes outside their writer's holding: %v", len(v), v)
+	}
+	t.Logf("%d samples, one holder each; %d writes, all inside their writer's holding", samples, len(writes))
+}
+
+// TestGracefulHandover stops the leader with SIGTERM: it releases the Lease
+// and exits 0, and a standby leads within RetryPeriod plus a margin.
+func TestGracefulHandover(t *testing.T) {
+	cp := newControlPlane(t, false)
+	a := startCPO(t, cp, "cpo-a", cp.releaseImage)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
+	awaitComponents(t, cp)
+	time.Sleep(2 * time.Second) // b is a running standby
+
+	stopped := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	awaitHolder(t, cp, retryPeriod+margin, b.pod)
+	t.Logf("handover took %s", time.Since(stopped))
+	if !a.exited(10 * time.Second) {
+		t.Fatal("the old leader did not exit within 10s of SIGTERM")
+	}
+	if a.exitErr != nil {
+		t.Fatalf("the old leader exited with %v, want 0; log:\n%s", a.exitErr, tail(a.log(), 2000))
+	}
+}
+
+// TestCrashTakeover kills the leader: a standby leads within LeaseDuration
+// plus RetryPeriod plus a margin, and the dead one wrote nothing after.
+func TestCrashTakeover(t *testing.T) {
+	cp := newControlPlane(t, false)
+	a := startCPO(t, cp, "cpo-a", cp.releaseImage)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
+	awaitComponents(t, cp)
+
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.exited(5 * time.Second)
+	killed := time.Now()
+	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
+	t.Logf("takeover took %s", time.Since(killed))
+	toggle(t, cp, hyperv1.HighlyAvailable)
+	time.Sleep(2 * time.Second)
+	for _, w := range successfulWrites(t, cp.namespace, a.user) {
+		if w.at.After(killed) {
+			t.Errorf("the killed leader wrote after its death: %v", w)
+		}
+	}
+	if v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user)); len(v) != 0 {
+		t.Fatalf("writes outside their writer's holding: %v", v)
+	}
+}
+
+// TestLeaseTampered overwrites the holder as an admin: the leader exits
+// non-zero within RenewDeadline plus a margin and writes nothing after.
+func TestLeaseTampered(t *testing.T) {
+	cp := newControlPlane(t, false)
+	a := startCPO(t, cp, "cpo-a", cp.releaseImage)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	awaitComponents(t, cp)
+
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+			return err
+		}
+		lease.Spec.HolderIdentity = ptr.To("intruder")
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		return env.Client.Update(t.Context(), lease)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := time.Now()
+	if !a.exited(renewDeadline + retryPeriod + margin) {
+		t.Fatalf("the leader still runs %s after its Lease was taken", time.Since(tampered))
+	}
+	t.Logf("the leader exited %s after the tamper", a.exitedAt.Sub(tampered))
+	var exit *exec.ExitError
+	if !errors.As(a.exitErr, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("the leader exited with %v, want a non-zero status", a.exitErr)
+	}
+	if !strings.Contains(a.log(), "leader election lost") {
+		t.Errorf("the log does not say why it exited:\n%s", tail(a.log(), 2000))
+	}
+	for _, w := range successfulWrites(t, cp.namespace, a.user) {
+		if w.at.After(a.exitedAt) {
+			t.Errorf("it wrote after it exited: %v", w)
+		}
+	}
+}
+
+// TestRenewBlocked denies the leader's Lease updates with a
+// ValidatingAdmissionPolicy: it exits within RenewDeadline plus a margin,
+// and another takes over once the Lease expires.
+func TestRenewBlocked(t *testing.T) {
+	cp := newControlPlane(t, false)
+	a := startCPO(t, cp, "cpo-a", cp.releaseImage)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
+	awaitComponents(t, cp)
+
+	name := "block-renew-" + cp.namespace
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("!(request.userInfo.username == %q && request.namespace == %q)", a.user, cp.namespace),
+				Message:    "renewals blocked by the test",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(t.Context(), binding)
+		_ = env.Client.Delete(t.Context(), policy)
+	})
+	blocked := time.Now()
+	// The policy takes effect within a second or so; then a renew fails.
+	if !a.exited(time.Second + renewDeadline + retryPeriod + margin) {
+		t.Fatalf("the leader still runs %s after its renewals were blocked", time.Since(blocked))
+	}
+	t.Logf("the leader exited %s after renewals were blocked", a.exitedAt.Sub(blocked))
+	if a.exitErr == nil {
+		t.Fatal("the leader exited 0, want a non-zero status")
+	}
+	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
+	t.Logf("the standby took over %s after the leader exited", time.Since(a.exitedAt))
+}

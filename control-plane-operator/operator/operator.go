@@ -1,0 +1,197 @@
+// Package operator wires the control-plane-operator process: its
+// component-base flags, a namespace-scoped manager whose writing controllers
+// run only while it holds the Lease, and health and metrics endpoints that
+// every replica serves.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+)
+
+// OperateOnReleaseImageEnv names the environment variable with the release
+// image this CPO was rolled out for.
+const OperateOnReleaseImageEnv = "OPERATE_ON_RELEASE_IMAGE"
+
+// Options are the control-plane-operator's settings, one per flag.
+type Options struct {
+	// Namespace is the control-plane namespace the CPO acts in.
+	Namespace string
+	// LeaderElect turns election on. The hypershift-operator always renders
+	// true; false exists for tests that must show what goes wrong without it.
+	LeaderElect bool
+	// LeaderElectResourceName is the Lease's name.
+	LeaderElectResourceName string
+	// Election are the timings.
+	Election config.LeaderElection
+	// MetricsBindAddress and HealthProbeBindAddress are where the CPO serves
+	// metrics and probes; "0" turns one off.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// OperateOnReleaseImage is the release this CPO was rolled out for.
+	OperateOnReleaseImage string
+	// InsecureRegistries are registry hosts reached over plain HTTP.
+	InsecureRegistries []string
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		LeaderElect:             true,
+		LeaderElectResourceName: hyperv1.ControlPlaneOperatorLeaseName,
+		Election:                config.DefaultControlPlaneOperatorElection,
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		OperateOnReleaseImage:   os.Getenv(OperateOnReleaseImageEnv),
+	}
+}
+
+// AddFlags registers every option on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The control-plane namespace to act in (required).")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Act only while holding the Lease. Turning it off lets several replicas write at once.")
+	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "The name of the Lease in --namespace.")
+	o.Election.AddFlags(fs, "", "control-plane-operator")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
+}
+
+// Validate refuses options the CPO must not run with.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace is required"))
+	}
+	if o.LeaderElect {
+		if o.LeaderElectResourceName == "" {
+			errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
+		}
+		if err := o.Election.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leaderGauge is 1 on the replica that holds the Lease, 0 elsewhere.
+var leaderGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "control_plane_operator_leader",
+	Help: "1 while this control-plane-operator holds the Lease and runs its controllers, 0 otherwise.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(leaderGauge)
+}
+
+// Run runs the CPO until ctx ends or it loses the Lease. A standby serves
+// health and metrics and starts no writing controller. Losing the Lease
+// returns an error, which must end the process at once.
+func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("failed to build the scheme: %w", err)
+	}
+	if err := hyperv1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("failed to build the scheme: %w", err)
+	}
+	identity, err := leaderelection.Identity()
+	if err != nil {
+		return err
+	}
+	lock, err := leaderelection.NewLeaseLock(restConfig, o.Namespace, o.LeaderElectResourceName, identity, o.Election)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: scheme,
+		// The CPO sees only its own namespace.
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
+		// The pull secret is read by name: the Role grants no list or watch.
+		Client:                              client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		LeaderElection:                      o.LeaderElect,
+		LeaderElectionID:                    o.LeaderElectResourceName,
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       &o.Election.LeaseDuration,
+		RenewDeadline:                       &o.Election.RenewDeadline,
+		RetryPeriod:                         &o.Election.RetryPeriod,
+		Metrics:                             metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:              o.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the manager: %w", err)
+	}
+	// Readiness must not depend on leadership, or a rollout waiting for a
+	// ready standby could never finish.
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("failed to add the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("failed to add the readiness check: %w", err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if err := mgr.Add(leaderRunnable{log: log.Info, identity: identity}); err != nil {
+		return fmt.Errorf("failed to add the leader gauge: %w", err)
+	}
+	reconciler := &hostedcontrolplane.Reconciler{
+		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
+		Releases:              releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
+		OperateOnReleaseImage: o.OperateOnReleaseImage,
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the HostedControlPlane controller: %w", err)
+	}
+	log.Info("Starting the control-plane-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect,
+		"identity", identity, "lease", o.Namespace+"/"+o.LeaderElectResourceName, "operateOnReleaseImage", o.OperateOnReleaseImage)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("the control-plane-operator stopped: %w", err)
+	}
+	return nil
+}
+
+// leaderRunnable runs only on the Lease holder: it marks the leader gauge
+// and logs that this replica now acts.
+type leaderRunnable struct {
+	log      func(msg string, keysAndValues ...any)
+	identity string
+}
+
+var _ manager.LeaderElectionRunnable = leaderRunnable{}
+
+func (l leaderRunnable) NeedLeaderElection() bool { return true }
+
+func (l leaderRunnable) Start(ctx context.Context) error {
+	leaderGauge.Set(1)
+	l.log("Acquired the Lease; running the controllers", "identity", l.identity)
+	<-ctx.Done()
+	leaderGauge.Set(0)
+	return nil
+}
