@@ -16,9 +16,9 @@ COMMIT  ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/hypershift-le/hypershift/support/version.Version=$(VERSION) \
            -X github.com/hypershift-le/hypershift/support/version.Commit=$(COMMIT)
 
-# Test binaries: the real etcd and kube-apiserver (and kube-controller-manager
-# for the local cluster), built from the Go modules pinned in hack/tools.
-TESTBIN := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
+# Test binaries: the real etcd, kube-apiserver, kube-controller-manager and
+# kubectl, built from the Go modules pinned in hack/tools.
+TESTBIN := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
@@ -41,11 +41,11 @@ run: build testbin ## Build everything, then run a real kube-apiserver and etcd 
 	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --kubeconfig $(BIN)/dev/kubeconfig
 
 .PHONY: testbin
-testbin: $(TESTBIN) ## Build etcd, kube-apiserver and kube-controller-manager from Go modules (skipped when built).
+testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules (skipped when built).
 
 $(TESTBIN) &: $(TOOLS_DEPS)
-	@echo "Building etcd, kube-apiserver and kube-controller-manager from Go modules (about 8 minutes the first time)..."
-	cd $(TOOLS_MOD) && go build -o $(BIN)/ ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager
+	@echo "Building etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules (about 8 minutes the first time)..."
+	cd $(TOOLS_MOD) && go build -o $(BIN)/ ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kubectl
 	@touch $(TESTBIN)
 
 $(BIN)/controller-gen: $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum

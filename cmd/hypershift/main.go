@@ -3,23 +3,42 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/cmd/get"
+	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/cmd/util"
 	"github.com/hypershift-le/hypershift/cmd/version"
 )
 
-func main() {
+func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "hypershift",
-		Short:         "Install the hypershift-operator and manage hosted control planes",
-		Example:       "  hypershift version",
+		Use:   "hypershift",
+		Short: "Install the hypershift-operator and manage hosted control planes",
+		Example: `  hypershift install --wait-until-available
+  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json
+  hypershift get leaders -A
+  hypershift destroy cluster --name=demo --wait`,
 		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceErrors: true,
 	}
-	root.AddCommand(version.NewCommand())
-	if err := root.Execute(); err != nil {
+	root.AddCommand(install.NewCommand(), cluster.NewCreateCommand(), cluster.NewDestroyCommand(), get.NewCommand(), version.NewCommand())
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error: "+util.OneLine(err))
 		os.Exit(1)
 	}
 }

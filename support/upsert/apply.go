@@ -25,6 +25,9 @@ type Applier struct {
 	Reader client.Reader
 	// FieldOwner is the server-side apply field manager.
 	FieldOwner string
+	// DryRun sends every apply as a server-side dry run: validated and
+	// admitted, never persisted.
+	DryRun bool
 }
 
 // Apply makes the live object hold every field desired sets, with
@@ -64,7 +67,11 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 		return false, fmt.Errorf("failed to get %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
 
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
+	opts := []client.ApplyOption{client.FieldOwner(a.FieldOwner), client.ForceOwnership}
+	if a.DryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), opts...); err != nil {
 		return false, fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
 	return true, nil

@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{ControllerManager: true}, &env))
+}
+
+func pullSecretFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// execute runs a command tree in-process and returns its output.
+func execute(ctx context.Context, root func() *cobra.Command, args ...string) (string, error) {
+	cmd := root()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	cmd.SetContext(ctx)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestCreateRenderGolden(t *testing.T) {
+	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--name=demo", "--namespace=clusters",
+		"--release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`),
+		"--control-plane-availability-policy=HighlyAvailable", "--infra-id=demo-x7k2p", "--cluster-id=0b7d6a6e-4f2b-4c1e-9f7a-3d2c1b0a9e8f", "--render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "create-cluster-none.yaml")
+	if strings.EqualFold(os.Getenv(testutil.UpdateEnv), "true") {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("run with UPDATE=true to create the golden file: %v", err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("rendered objects differ (-golden +got):\n%s", diff)
+	}
+}
+
+func TestCreateRefusesBadInput(t *testing.T) {
+	secret := pullSecretFile(t, "{}")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "when the name is missing, it is refused", args: []string{"--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: `required flag(s) "name" not set`},
+		{name: "when the policy is unknown, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret, "--control-plane-availability-policy=Triple", "--render"}, want: `invalid --control-plane-availability-policy "Triple"`},
+		{name: "when the pull secret file is missing, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=/does/not/exist", "--render"}, want: "failed to read --pull-secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := execute(t.Context(), NewCreateCommand, append([]string{"cluster", "none"}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// startOperator runs the HostedCluster controller in-process as admin, so
+// finalizers are handled while the CLI waits.
+func startOperator(t *testing.T) {
+	t.Helper()
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: scheme, Cache: hostedcluster.CacheOptions(), Client: hostedcluster.ClientOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &hostedcluster.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releaseinfo.NewRegistryProvider(),
+		Election: config.DefaultControlPlaneOperatorElection, Recorder: mgr.GetEventRecorder("hypershift-operator"),
+		TeardownTimeout: 2 * time.Second,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the operator stopped with an error: %v", err)
+		}
+	})
+}
+
+// TestCreateWaitAndDestroy creates a cluster with --wait while the HO runs
+// and a stand-in CPO reports the control plane ready, then destroys it
+// with --wait.
+func TestCreateWaitAndDestroy(t *testing.T) {
+	startOperator(t)
+	kubeconfig, err := env.AddUserKubeconfig("cli-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	ns := "clusters-cli"
+
+	type result struct {
+		out string
+		err error
+	}
+	created := make(chan result, 1)
+	go func() {
+		out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=demo", "--namespace="+ns,
+			"--release-image="+image, "--pull-secret="+pullSecretFile(t, string(registry.DockerConfigJSON("u", "p"))), "--wait", "--timeout=60s")
+		created <- result{out, err}
+	}()
+
+	// Act as the CPO: report the control plane ready once it exists.
+	hcpKey := client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "demo"), Name: "demo"}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			hcp := &hyperv1.HostedControlPlane{}
+			if err := env.Client.Get(t.Context(), hcpKey, hcp); err != nil {
+				return err
+			}
+			hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage = true, "4.17.0", image
+			hcp.Status.Conditions = []metav1.Condition{{Type: "Available", Status: "True", Reason: "AsExpected", Message: "ready", LastTransitionTime: metav1.Now()}}
+			return env.Client.Status().Update(t.Context(), hcp)
+		})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no HostedControlPlane to report on: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res := <-created
+	if res.err != nil {
+		t.Fatalf("create --wait failed: %v\n%s", res.err, res.out)
+	}
+	for _, want := range []string{"HostedCluster " + ns + "/demo created", "HostedCluster " + ns + "/demo is Available"} {
+		if !strings.Contains(res.out, want) {
+			t.Errorf("create output lacks %q:\n%s", want, res.out)
+		}
+	}
+	hc := &hyperv1.HostedCluster{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, hc); err != nil {
+		t.Fatal(err)
+	}
+	if hc.Spec.Release.Image != image || hc.Spec.PullSecret.Name != "demo-pull-secret" || hc.Spec.InfraID == "" || hc.Spec.ClusterID == "" {
+		t.Errorf("the HostedCluster is not as rendered: %+v", hc.Spec)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo-pull-secret"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the pull secret was not created: %v", err)
+	}
+
+	t.Run("when created again, it says the cluster exists", func(t *testing.T) {
+		_, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=demo", "--namespace="+ns,
+			"--release-image="+image, "--pull-secret="+pullSecretFile(t, "{}"))
+		if err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Fatalf("got %v", err)
+		}
+	})
+
+	t.Run("destroy --wait returns once the cluster is gone", func(t *testing.T) {
+		out, err := execute(t.Context(), NewDestroyCommand, "cluster", "--kubeconfig="+kubeconfig, "--name=demo", "--namespace="+ns, "--wait", "--timeout=60s")
+		if err != nil {
+			t.Fatalf("destroy --wait failed: %v\n%s", err, out)
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, &hyperv1.HostedCluster{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the HostedCluster is still there after destroy --wait returned (%v)\n%s", err, out)
+		}
+		if !strings.Contains(out, "is gone") {
+			t.Errorf("destroy output:\n%s", out)
+		}
+		t.Logf("destroy output:\n%s", out)
+	})
+}
+
+func TestCreateWaitNamesTheBlocker(t *testing.T) {
+	kubeconfig, err := env.AddUserKubeconfig("cli-admin-2", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=lonely", "--namespace=clusters-lonely",
+		"--release-image=quay.io/ocp/release:4.17.0", "--pull-secret="+pullSecretFile(t, "{}"), "--wait", "--timeout=3s")
+	if err == nil || !strings.Contains(err.Error(), "was not Available within 3s") {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(out, "no status yet: is the hypershift-operator running?") {
+		t.Errorf("the progress does not say what blocks:\n%s", out)
+	}
+}

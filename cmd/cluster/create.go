@@ -1,0 +1,209 @@
+// Package cluster implements `hypershift create cluster` and `hypershift
+// destroy cluster`: the HostedCluster, its namespace and pull secret, and
+// waiting, with progress a user can read, for it to come up or go away.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/cmd/util"
+)
+
+// CreateOptions are the flags of `hypershift create cluster none`.
+type CreateOptions struct {
+	Name, Namespace, ReleaseImage, PullSecretFile string
+	AvailabilityPolicy                            string
+	InfraID, ClusterID                            string
+	Render, Wait                                  bool
+	Timeout                                       time.Duration
+	kube                                          util.KubeconfigFlags
+}
+
+// NewCreateCommand returns `hypershift create` with `cluster none`.
+func NewCreateCommand() *cobra.Command {
+	create := &cobra.Command{Use: "create", Short: "Create hosted clusters", Example: "  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
+	clusterCmd := &cobra.Command{Use: "cluster", Short: "Create a HostedCluster", Example: "  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
+	o := &CreateOptions{}
+	none := &cobra.Command{
+		Use:   "none",
+		Short: "Create a HostedCluster on platform None (workers brought by you)",
+		Example: `  # Create a cluster and wait until it is available
+  hypershift create cluster none --name=demo --namespace=clusters \
+    --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 \
+    --pull-secret=pull-secret.json --wait --timeout=20m
+
+  # Print the objects instead of creating them
+  hypershift create cluster none --name=demo --release-image=... --pull-secret=pull-secret.json --render`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	fs := none.Flags()
+	fs.StringVar(&o.Name, "name", "", "The HostedCluster's name (required).")
+	fs.StringVar(&o.Namespace, "namespace", "clusters", "The HostedCluster's namespace; created when missing.")
+	fs.StringVar(&o.ReleaseImage, "release-image", "", "The release payload pull spec (required).")
+	fs.StringVar(&o.PullSecretFile, "pull-secret", "", "A file with the registry credentials (.dockerconfigjson) (required).")
+	fs.StringVar(&o.AvailabilityPolicy, "control-plane-availability-policy", string(hyperv1.SingleReplica), "SingleReplica or HighlyAvailable.")
+	fs.StringVar(&o.InfraID, "infra-id", "", "The infrastructure ID; generated from the name when empty.")
+	fs.StringVar(&o.ClusterID, "cluster-id", "", "The cluster ID (a UUID); generated when empty.")
+	fs.BoolVar(&o.Render, "render", false, "Print the objects as YAML instead of creating them.")
+	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available.")
+	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
+	o.kube.AddFlags(fs)
+	for _, flag := range []string{"name", "release-image", "pull-secret"} {
+		_ = none.MarkFlagRequired(flag)
+	}
+	clusterCmd.AddCommand(none)
+	create.AddCommand(clusterCmd)
+	return create
+}
+
+// Objects returns the namespace, pull secret and HostedCluster to create.
+func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
+	infraID := o.InfraID
+	if infraID == "" {
+		infraID = o.Name + "-" + utilrand.String(5)
+	}
+	clusterID := o.ClusterID
+	if clusterID == "" {
+		clusterID = string(uuid.NewUUID())
+	}
+	secretName := o.Name + "-pull-secret"
+	return []client.Object{
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}},
+		&corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: secretName},
+			Type:       corev1.SecretTypeDockerConfigJson,
+			Data:       map[string][]byte{corev1.DockerConfigJsonKey: pullSecret},
+		},
+		&hyperv1.HostedCluster{
+			TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedCluster"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
+			Spec: hyperv1.HostedClusterSpec{
+				Release:                      hyperv1.Release{Image: o.ReleaseImage},
+				ControllerAvailabilityPolicy: hyperv1.AvailabilityPolicy(o.AvailabilityPolicy),
+				Platform:                     hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+				PullSecret:                   hyperv1.LocalObjectReference{Name: secretName},
+				InfraID:                      infraID,
+				ClusterID:                    clusterID,
+			},
+		},
+	}
+}
+
+func (o *CreateOptions) validate() error {
+	switch hyperv1.AvailabilityPolicy(o.AvailabilityPolicy) {
+	case hyperv1.SingleReplica, hyperv1.HighlyAvailable:
+	default:
+		return fmt.Errorf("invalid --control-plane-availability-policy %q: use SingleReplica or HighlyAvailable", o.AvailabilityPolicy)
+	}
+	if strings.TrimSpace(o.Name) == "" || strings.TrimSpace(o.ReleaseImage) == "" {
+		return fmt.Errorf("--name and --release-image must not be empty")
+	}
+	return nil
+}
+
+// Run creates (or with --render prints) the cluster.
+func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	pullSecret, err := os.ReadFile(o.PullSecretFile)
+	if err != nil {
+		return fmt.Errorf("failed to read --pull-secret: %w", err)
+	}
+	objects := o.Objects(pullSecret)
+	if o.Render {
+		return install.Render(out, "yaml", objects)
+	}
+	cfg, err := o.kube.RESTConfig()
+	if err != nil {
+		return err
+	}
+	c, err := o.kube.Client()
+	if err != nil {
+		return err
+	}
+	for _, obj := range objects {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind // Create clears it
+		err := c.Create(ctx, obj)
+		switch {
+		case err == nil:
+			_, _ = fmt.Fprintf(out, "%s %s created\n", kind, key(obj))
+		case apierrors.IsAlreadyExists(err):
+			if _, isCluster := obj.(*hyperv1.HostedCluster); isCluster {
+				return fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(obj))
+			}
+			_, _ = fmt.Fprintf(out, "%s %s exists, left as it is\n", kind, key(obj))
+		default:
+			return util.Explain(cfg.Host, fmt.Errorf("failed to create %s %s: %w", kind, key(obj), err))
+		}
+	}
+	if !o.Wait {
+		return nil
+	}
+	return util.Explain(cfg.Host, waitAvailable(ctx, c, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, o.Timeout, out))
+}
+
+// waitAvailable waits for Available=True, printing which condition blocks.
+func waitAvailable(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		hc := &hyperv1.HostedCluster{}
+		if err := c.Get(ctx, k, hc); err != nil {
+			return false, err
+		}
+		if cond := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); cond != nil && cond.Status == metav1.ConditionTrue {
+			return true, nil
+		}
+		progress := "Waiting for HostedCluster " + k.String() + ": " + blocking(hc)
+		if progress != last {
+			_, _ = fmt.Fprintln(out, progress)
+			last = progress
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("HostedCluster %s was not Available within %s (%s): %w", k, timeout, last, err)
+	}
+	_, _ = fmt.Fprintf(out, "HostedCluster %s is Available\n", k)
+	return nil
+}
+
+// blocking names the condition that holds the cluster back: a failed
+// prerequisite first, then Available itself.
+func blocking(hc *hyperv1.HostedCluster) string {
+	for _, t := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, hyperv1.ReconciliationActive, hyperv1.ReconciliationSucceeded, hyperv1.Available} {
+		cond := meta.FindStatusCondition(hc.Status.Conditions, t)
+		if cond != nil && cond.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("%s=%s (%s: %s)", t, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	return "no status yet: is the hypershift-operator running?"
+}
+
+func key(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}

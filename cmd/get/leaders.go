@@ -1,0 +1,212 @@
+package get
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/util"
+)
+
+// Output formats of `get leaders`.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+// defaultHypershiftNamespace is where the hypershift-operator runs unless
+// installed elsewhere.
+const defaultHypershiftNamespace = "hypershift"
+
+// leadersOptions holds the flags of `get leaders` and what tests inject.
+type leadersOptions struct {
+	kubeconfig          util.KubeconfigFlags
+	allNamespaces       bool
+	namespace           string
+	output              string
+	hypershiftNamespace string
+
+	// now is the clock leases are judged against.
+	now func() time.Time
+	// out receives the output; nil means the command's standard output.
+	out io.Writer
+}
+
+// newLeadersCommand returns the `leaders` command, reading the time from now
+// and writing to out (the command's standard output when nil).
+func newLeadersCommand(now func() time.Time, out io.Writer) *cobra.Command {
+	o := &leadersOptions{now: now, out: out}
+	cmd := &cobra.Command{
+		Use:     "leaders",
+		Aliases: []string{"leader"},
+		Short:   "Show which pods hold the leader-election Leases",
+		Long: `Show which pod holds the Lease of the hypershift-operator and, for each
+HostedCluster, the Lease of its control-plane-operator in the control-plane
+namespace. A Lease is valid while it has a holder and its last renewal plus
+its duration lies in the future; a missing Lease has no holder and is not valid.`,
+		Example: `  # Leaders of the HostedClusters in the current namespace
+  hypershift get leaders
+
+  # Leaders of every HostedCluster, as JSON
+  hypershift get leaders -A -o json
+
+  # The hypershift-operator runs in another namespace
+  hypershift get leaders -n clusters --hypershift-namespace hypershift-system`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("namespace") {
+				o.namespace = o.kubeconfig.Namespace()
+			}
+			w := o.out
+			if w == nil {
+				w = cmd.OutOrStdout()
+			}
+			return o.run(cmd.Context(), w)
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List HostedClusters in all namespaces; overrides --namespace.")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "Namespace of the HostedClusters; by default the kubeconfig context's namespace.")
+	fs.StringVarP(&o.output, "output", "o", outputTable, "Output format: table, json or yaml.")
+	fs.StringVar(&o.hypershiftNamespace, "hypershift-namespace", defaultHypershiftNamespace, "Namespace of the hypershift-operator and its Lease.")
+	o.kubeconfig.AddFlags(fs)
+	return cmd
+}
+
+// run checks the options, reads the Leases and prints them.
+func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
+	switch o.output {
+	case outputTable, outputJSON, outputYAML:
+	default:
+		return fmt.Errorf("unsupported output format %q: use table, json or yaml", o.output)
+	}
+	cfg, err := o.kubeconfig.RESTConfig()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: util.Scheme()})
+	if err != nil {
+		return util.Explain(cfg.Host, err)
+	}
+	now := o.now()
+	leaders, err := o.gather(ctx, c, now)
+	if err != nil {
+		return util.Explain(cfg.Host, err)
+	}
+	switch o.output {
+	case outputJSON:
+		return printJSON(out, leaders)
+	case outputYAML:
+		return printYAML(out, leaders)
+	default:
+		return printTable(out, leaders, now, o.emptyMessage())
+	}
+}
+
+// gather lists the HostedClusters in scope and reads the hypershift-operator's
+// Lease and, for every HostedCluster, sorted by namespace and name, its
+// control-plane-operator's Lease, judging each Lease as of now.
+func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.Time) (*Leaders, error) {
+	list := &hyperv1.HostedClusterList{}
+	var opts []client.ListOption
+	scope := "in all namespaces"
+	if !o.allNamespaces {
+		opts = append(opts, client.InNamespace(o.namespace))
+		scope = "in namespace " + o.namespace
+	}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("failed to list HostedClusters %s: %w", scope, err)
+	}
+	leaders := &Leaders{Clusters: []ClusterLeader{}}
+	var err error
+	leaders.HypershiftOperator, err = readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b hyperv1.HostedCluster) int {
+		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
+			return n
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, hc := range list.Items {
+		cpNamespace := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
+		lease, err := readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
+		if err != nil {
+			return nil, err
+		}
+		leaders.Clusters = append(leaders.Clusters, ClusterLeader{
+			Namespace:             hc.Namespace,
+			Name:                  hc.Name,
+			ControlPlaneNamespace: cpNamespace,
+			Lease:                 lease,
+		})
+	}
+	return leaders, nil
+}
+
+// emptyMessage is what the table shows when no HostedCluster is in scope.
+func (o *leadersOptions) emptyMessage() string {
+	if o.allNamespaces {
+		return "No HostedClusters found."
+	}
+	return fmt.Sprintf("No HostedClusters found in namespace %s.", o.namespace)
+}
+
+// readLease reads the Lease namespace/name; a missing Lease has no holder
+// and is not valid.
+func readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, error) {
+	status := LeaseStatus{Namespace: namespace, Name: name}
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return status, nil
+		}
+		return status, fmt.Errorf("failed to read Lease %s/%s: %w", namespace, name, err)
+	}
+	spec := lease.Spec
+	if spec.HolderIdentity != nil {
+		status.HolderIdentity = *spec.HolderIdentity
+	}
+	if spec.LeaseDurationSeconds != nil {
+		status.LeaseDurationSeconds = *spec.LeaseDurationSeconds
+	}
+	if spec.LeaseTransitions != nil {
+		status.LeaseTransitions = *spec.LeaseTransitions
+	}
+	status.AcquireTime = toTime(spec.AcquireTime)
+	status.RenewTime = toTime(spec.RenewTime)
+	status.Valid = leaseValid(spec, now)
+	return status, nil
+}
+
+// leaseValid reports whether a Lease has a holder whose last renewal plus
+// the Lease's duration is after now.
+func leaseValid(spec coordinationv1.LeaseSpec, now time.Time) bool {
+	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	expiry := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
+	return expiry.After(now)
+}
+
+// toTime converts a Lease's MicroTime to a Time truncated to the second, so
+// the output does not change with sub-second noise.
+func toTime(t *metav1.MicroTime) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	converted := metav1.NewTime(t.Truncate(time.Second))
+	return &converted
+}

@@ -1,0 +1,257 @@
+package get
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{}, &env)) }
+
+// fixedNow is the clock of every test, so durations and validity are stable.
+var fixedNow = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+
+// lease returns a Lease whose times are offsets before fixedNow.
+func lease(namespace, name, holder string, acquiredAgo, renewedAgo time.Duration, durationSeconds, transitions int32) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(holder),
+			AcquireTime:          ptr.To(metav1.NewMicroTime(fixedNow.Add(-acquiredAgo))),
+			RenewTime:            ptr.To(metav1.NewMicroTime(fixedNow.Add(-renewedAgo))),
+			LeaseDurationSeconds: ptr.To(durationSeconds),
+			LeaseTransitions:     ptr.To(transitions),
+		},
+	}
+}
+
+func hostedCluster(namespace, name string) *hyperv1.HostedCluster {
+	return &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: "quay.io/ocp/release:4.17.0"},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+		},
+	}
+}
+
+// createFixtures creates, under fixed names so golden files are stable, the
+// hypershift-operator's Lease and HostedClusters whose control-plane Leases
+// are valid, expired, released or missing. Objects that already exist (when
+// the tests run more than once in a process) are kept.
+func createFixtures(t *testing.T) {
+	t.Helper()
+	objs := []client.Object{}
+	for _, ns := range []string{"hypershift", "leaders-a", "leaders-b", "leaders-a-demo", "leaders-a-stale", "leaders-b-alpha"} {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	released := lease("leaders-b-alpha", hyperv1.ControlPlaneOperatorLeaseName, "", 10*time.Minute, 30*time.Second, 1, 2)
+	objs = append(objs,
+		lease("hypershift", hyperv1.HypershiftOperatorLeaseName, "hypershift-operator-a", 5*time.Minute, 3*time.Second, 15, 1),
+		hostedCluster("leaders-b", "web.prod"), // its Lease and control-plane namespace are missing
+		hostedCluster("leaders-b", "alpha"),
+		hostedCluster("leaders-a", "stale"),
+		hostedCluster("leaders-a", "demo"),
+		lease("leaders-a-demo", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-x", 2*time.Minute+10*time.Second, time.Second, 15, 0),
+		lease("leaders-a-stale", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-y", 240*time.Hour, 200*time.Hour, 15, 3),
+		released,
+	)
+	for _, obj := range objs {
+		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("failed to create %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+}
+
+// runGet runs `get args...` in-process with the fixed clock and returns its
+// output (help included) and error.
+func runGet(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newCommand(func() time.Time { return fixedNow }, &out)
+	cmd.SetOut(&out)
+	cmd.SilenceUsage = true // as the hypershift root command does
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+// compareGolden compares got with testdata/<name>; UPDATE=true rewrites it.
+func compareGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if strings.EqualFold(os.Getenv("UPDATE"), "true") {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("failed to read the golden file (run with UPDATE=true to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (run with UPDATE=true to accept; -golden +got):\n%s", path, diff)
+	}
+}
+
+// kubeconfigWithNamespace copies the kubeconfig at path with its current
+// context's namespace set to namespace.
+func kubeconfigWithNamespace(t *testing.T, path, namespace string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts[cfg.CurrentContext].Namespace = namespace
+	out := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLeadersOutput(t *testing.T) {
+	createFixtures(t)
+	admin, err := env.AddUserKubeconfig("leaders-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inLeadersA := kubeconfigWithNamespace(t, admin, "leaders-a")
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{golden: "all.table", args: []string{"leaders", "-A"}},
+		{golden: "all.json", args: []string{"leaders", "--all-namespaces", "-o", "json"}},
+		{golden: "all.yaml", args: []string{"leaders", "-A", "--output", "yaml"}},
+		{golden: "namespace.table", args: []string{"leader", "-n", "leaders-b"}},
+		{golden: "context-namespace.table", args: []string{"leaders", "--kubeconfig", inLeadersA}},
+		{golden: "empty.table", args: []string{"leaders", "-n", "leaders-empty", "--hypershift-namespace", "leaders-nowhere"}},
+		{golden: "empty.json", args: []string{"leaders", "--namespace", "leaders-empty", "--hypershift-namespace", "leaders-nowhere", "-o", "json"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			args := tc.args
+			if !strings.Contains(strings.Join(args, " "), "--kubeconfig") {
+				args = append(args, "--kubeconfig", admin)
+			}
+			out, err := runGet(t, args...)
+			if err != nil {
+				t.Fatalf("get %s failed: %v", strings.Join(tc.args, " "), err)
+			}
+			compareGolden(t, tc.golden, out)
+		})
+	}
+}
+
+func TestLeadersErrors(t *testing.T) {
+	down := filepath.Join(t.TempDir(), "down.kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["down"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["down"] = &clientcmdapi.AuthInfo{Token: "token"}
+	cfg.Contexts["down"] = &clientcmdapi.Context{Cluster: "down", AuthInfo: "down", Namespace: "clusters"}
+	cfg.CurrentContext = "down"
+	if err := clientcmd.WriteToFile(*cfg, down); err != nil {
+		t.Fatal(err)
+	}
+	nobody, err := env.AddUserKubeconfig("leaders-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := env.AddUserKubeconfig("leaders-reader", "leaders-readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantListHostedClusters(t, "leaders-readers")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "bad output, checked before the API server is contacted", args: []string{"leaders", "-o", "wide", "--kubeconfig", down}, want: `unsupported output format "wide": use table, json or yaml`},
+		{name: "unexpected argument", args: []string{"leaders", "demo", "--kubeconfig", down}, want: `unknown command "demo" for "get leaders"`},
+		{name: "unknown subcommand", args: []string{"leaderz"}, want: `unknown command "leaderz" for "get"`},
+		{name: "API server down", args: []string{"leaders", "--kubeconfig", down, "--request-timeout", "5s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
+		{name: "listing forbidden", args: []string{"leaders", "-n", "leaders-a", "--kubeconfig", nobody}, want: `cannot list resource "hostedclusters" in API group "hypershift.openshift.io" in the namespace "leaders-a"`},
+		{name: "reading Leases forbidden", args: []string{"leaders", "-A", "--kubeconfig", reader}, want: `cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "hypershift"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runGet(t, tc.args...)
+			if err == nil {
+				t.Fatalf("want an error containing %q, got none; output:\n%s", tc.want, out)
+			}
+			line := util.OneLine(err)
+			t.Logf("error: %s", line)
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines: %q", err.Error())
+			}
+			if !strings.Contains(line, tc.want) {
+				t.Errorf("error %q does not contain %q", line, tc.want)
+			}
+			if out != "" {
+				t.Errorf("a failed command printed output:\n%s", out)
+			}
+		})
+	}
+}
+
+// grantListHostedClusters lets group list HostedClusters everywhere, and
+// nothing else.
+func grantListHostedClusters(t *testing.T, group string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "leaders-list-hostedclusters"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"list"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "leaders-list-hostedclusters"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	// The authorizer sees new bindings asynchronously: wait until it does.
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "probe", Groups: []string{group},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: hyperv1.GroupVersion.Group, Resource: "hostedclusters", Verb: "list"},
+		}}
+		if err := env.Client.Create(ctx, review); err != nil {
+			return false, err
+		}
+		return review.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("group %s was not allowed to list HostedClusters: %v", group, err)
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+var binary string
+
+// TestMain builds the CLI, so exit codes and stderr are the real ones.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hypershift-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "hypershift")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: failed to build the CLI: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	unreachable := filepath.Join(dir, "kubeconfig")
+	raw := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"
+	if err := os.WriteFile(unreachable, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "pull-secret.json")
+	if err := os.WriteFile(secret, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "when a flag is unknown", args: []string{"install", "--frobnicate"}, want: "unknown flag: --frobnicate"},
+		{name: "when a command is unknown", args: []string{"instal"}, want: `unknown command "instal"`},
+		{name: "when a required flag is missing", args: []string{"create", "cluster", "none", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: `required flag(s) "name" not set`},
+		{name: "when a value is invalid", args: []string{"install", "render", "--image-pull-policy=Sometimes"}, want: `invalid --image-pull-policy "Sometimes"`},
+		{name: "when a duration does not parse", args: []string{"install", "--timeout=soon"}, want: `invalid argument "soon" for "--timeout"`},
+		{name: "when an output format is unknown", args: []string{"get", "leaders", "-o", "xml"}, want: `unsupported output format "xml"`},
+		{name: "when the timings break the invariant", args: []string{"install", "render", "--leader-elect-renew-deadline=2m"}, want: "lease duration (1m0s) must be greater than the renew deadline (2m0s)"},
+		{name: "when the API server is down (install)", args: []string{"install", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
+		{name: "when the API server is down (get leaders)", args: []string{"get", "leaders", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
+		{name: "when the API server is down (destroy)", args: []string{"destroy", "cluster", "--name=x", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.CommandContext(t.Context(), binary, tt.args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("want a non-zero exit, got %v", err)
+			}
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], tt.want) {
+				t.Fatalf("stderr must be one line starting with \"error: \" and containing %q, got:\n%s", tt.want, stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout is not empty:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestEveryCommandHasAnExample walks the command tree.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Example == "" && c.Name() != "help" && c.Name() != "completion" && !strings.HasPrefix(c.CommandPath(), "hypershift completion") {
+			t.Errorf("%q has no example in its --help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+}
+
+func TestVersion(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), binary, "version").Output()
+	if err != nil || !strings.Contains(string(out), "commit") {
+		t.Fatalf("version: %v, %q", err, out)
+	}
+}

@@ -1,0 +1,205 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/support/upsert"
+)
+
+// installFlags are the flags of `hypershift install`.
+type installFlags struct {
+	Options
+	kube               util.KubeconfigFlags
+	imagePullPolicy    string
+	waitUntilAvailable bool
+	timeout            time.Duration
+	dryRun             bool
+}
+
+func (f *installFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Namespace, "namespace", f.Namespace, "The namespace to install the hypershift-operator into.")
+	fs.StringVar(&f.Image, "hypershift-image", f.Image, "The image of the hypershift-operator, also the control-plane-operator's default.")
+	fs.StringVar(&f.imagePullPolicy, "image-pull-policy", string(f.ImagePullPolicy), "The operator's image pull policy: Always, IfNotPresent or Never.")
+	fs.BoolVar(&f.Development, "development", f.Development, "Install with 0 operator replicas, for an operator that runs elsewhere (e.g. on your machine).")
+	fs.Int32Var(&f.Replicas, "replicas", f.Replicas, "Operator replicas; more than one makes leader election matter.")
+	f.Election.AddFlags(fs, "", "hypershift-operator")
+	f.ControlPlaneOperatorElection.AddFlags(fs, "cpo-", "control-plane-operator")
+}
+
+func (f *installFlags) complete() error {
+	f.ImagePullPolicy = corev1.PullPolicy(f.imagePullPolicy)
+	return f.Validate()
+}
+
+// NewCommand returns `hypershift install` with its `render` subcommand.
+func NewCommand() *cobra.Command {
+	f := &installFlags{Options: DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install the CRDs and the hypershift-operator into a cluster",
+		Long: `Install applies, with server-side apply as hypershift-cli, the HostedCluster and
+HostedControlPlane CRDs (and waits until they are established), their admission
+policy, the hypershift-operator's namespace, ServiceAccount, ClusterRole and binding,
+its leader-election Role and binding, its Deployment and a metrics Service.
+Running it again changes nothing.`,
+		Example: `  # Install into the cluster of the current kubeconfig context
+  hypershift install
+
+  # See what would change, without persisting anything
+  hypershift install --dry-run
+
+  # Install and wait for the operator to be available
+  hypershift install --hypershift-image=quay.io/example/hypershift:v0.1.0 --wait-until-available`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.complete(); err != nil {
+				return err
+			}
+			return f.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	f.addFlags(fs)
+	f.kube.AddFlags(fs)
+	fs.BoolVar(&f.waitUntilAvailable, "wait-until-available", false, "Wait until the operator's Deployment is available.")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "How long to wait for the CRDs and, with --wait-until-available, the operator.")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "Send every object as a server-side dry run: validated by the API server, nothing persisted.")
+	cmd.AddCommand(newRenderCommand())
+	return cmd
+}
+
+func (f *installFlags) run(ctx context.Context, out io.Writer) error {
+	cfg, err := f.kube.RESTConfig()
+	if err != nil {
+		return err
+	}
+	c, err := f.kube.Client()
+	if err != nil {
+		return err
+	}
+	crdObjects, err := CRDObjects()
+	if err != nil {
+		return err
+	}
+	applier := upsert.Applier{Client: c, FieldOwner: util.FieldOwner, DryRun: f.dryRun}
+	suffix := ""
+	if f.dryRun {
+		suffix = " (server dry run)"
+	}
+	apply := func(objects []client.Object) error {
+		for _, obj := range objects {
+			changed, err := applier.Apply(ctx, obj)
+			if f.dryRun && obj.GetNamespace() != "" && apierrors.IsNotFound(err) && namespaceMissing(ctx, c, obj.GetNamespace()) {
+				// A dry run persists nothing, so the namespace it would
+				// create is not there for what goes into it.
+				_, _ = fmt.Fprintf(out, "%s %s not checked: namespace %s does not exist yet%s\n", kindOf(obj), describe(obj), obj.GetNamespace(), suffix)
+				continue
+			}
+			if err != nil {
+				return util.Explain(cfg.Host, err)
+			}
+			state := "unchanged"
+			if changed {
+				state = "applied"
+			}
+			_, _ = fmt.Fprintf(out, "%s %s %s%s\n", kindOf(obj), describe(obj), state, suffix)
+		}
+		return nil
+	}
+	if err := apply(crdObjects); err != nil {
+		return err
+	}
+	if !f.dryRun {
+		if err := waitForCRDs(ctx, c, crdObjects, f.timeout, out); err != nil {
+			return util.Explain(cfg.Host, err)
+		}
+	}
+	if err := apply(ResourceObjects(f.Options)); err != nil {
+		return err
+	}
+	if f.waitUntilAvailable && !f.dryRun {
+		return util.Explain(cfg.Host, waitForOperator(ctx, c, f.Namespace, f.timeout, out))
+	}
+	return nil
+}
+
+// waitForCRDs waits until every CRD is Established.
+func waitForCRDs(ctx context.Context, c client.Client, objects []client.Object, timeout time.Duration, out io.Writer) error {
+	for _, obj := range objects {
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			continue
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			live := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), live); err != nil {
+				return false, err
+			}
+			for _, cond := range live.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s was not established within %s: %w", crd.Name, timeout, err)
+		}
+		_, _ = fmt.Fprintf(out, "CustomResourceDefinition %s established\n", crd.Name)
+	}
+	return nil
+}
+
+// waitForOperator waits until the operator's Deployment has every replica
+// available, printing progress whenever it changes.
+func waitForOperator(ctx context.Context, c client.Client, namespace string, timeout time.Duration, out io.Writer) error {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, d); err != nil {
+			return false, err
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		progress := fmt.Sprintf("Waiting for deployment %s: %d of %d replicas available", key, d.Status.AvailableReplicas, want)
+		if progress != last {
+			_, _ = fmt.Fprintln(out, progress)
+			last = progress
+		}
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas >= want && d.Status.UpdatedReplicas >= want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the hypershift-operator was not available within %s (last: %s): %w", timeout, last, err)
+	}
+	_, _ = fmt.Fprintf(out, "The hypershift-operator is available\n")
+	return nil
+}
+
+func namespaceMissing(ctx context.Context, c client.Client, namespace string) bool {
+	return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{}))
+}
+
+func kindOf(obj client.Object) string { return obj.GetObjectKind().GroupVersionKind().Kind }
+
+func describe(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}

@@ -1,0 +1,181 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{AuditLog: true, SkipAdmissionPolicies: true}, &env))
+}
+
+// runInstall runs `hypershift install` in-process as user.
+func runInstall(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	cmd := NewCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append([]string{"--kubeconfig=" + kubeconfig, "--hypershift-image=quay.io/example/hypershift:v0.1.0"}, args...))
+	cmd.SetContext(t.Context())
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func adminKubeconfig(t *testing.T, user string) string {
+	t.Helper()
+	path, err := env.AddUserKubeconfig(user, "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// expectInstalled checks every object install applies exists, and the CRDs
+// are established.
+func expectInstalled(t *testing.T, namespace string) {
+	t.Helper()
+	crdObjects, err := CRDObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Namespace = namespace
+	for _, obj := range append(crdObjects, ResourceObjects(o)...) {
+		live := obj.DeepCopyObject().(client.Object)
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), live); err != nil {
+			t.Errorf("%s %s: %v", kindOf(obj), describe(obj), err)
+			continue
+		}
+		if crd, ok := live.(*apiextensionsv1.CustomResourceDefinition); ok {
+			established := false
+			for _, c := range crd.Status.Conditions {
+				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+			}
+			if !established {
+				t.Errorf("CRD %s is not established", crd.Name)
+			}
+		}
+	}
+}
+
+func TestInstall(t *testing.T) {
+	const user = "install-admin"
+	kubeconfig := adminKubeconfig(t, user)
+	out, err := runInstall(t, kubeconfig, "--namespace=hypershift-a")
+	if err != nil {
+		t.Fatalf("install failed: %v\n%s", err, out)
+	}
+	expectInstalled(t, "hypershift-a")
+
+	t.Run("when run again, it changes nothing and writes nothing", func(t *testing.T) {
+		since := time.Now()
+		out, err := runInstall(t, kubeconfig, "--namespace=hypershift-a")
+		if err != nil {
+			t.Fatalf("second install failed: %v\n%s", err, out)
+		}
+		if strings.Contains(out, " applied") {
+			t.Errorf("the second run applied something:\n%s", out)
+		}
+		events, err := env.AuditEvents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.User.Username == user && testenv.IsWrite(e) && e.RequestReceivedTimestamp.After(since) {
+				t.Errorf("the second run wrote: %s %s %s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name)
+			}
+		}
+	})
+}
+
+func TestInstallDryRun(t *testing.T) {
+	kubeconfig := adminKubeconfig(t, "dry-run-admin")
+	out, err := runInstall(t, kubeconfig, "--namespace=hypershift-dry", "--dry-run")
+	if err != nil {
+		t.Fatalf("install --dry-run failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "(server dry run)") {
+		t.Errorf("the output does not say it was a dry run:\n%s", out)
+	}
+	o := DefaultOptions()
+	o.Namespace = "hypershift-dry"
+	for _, obj := range ResourceObjects(o) {
+		live := obj.DeepCopyObject().(client.Object)
+		if obj.GetNamespace() == "" && kindOf(obj) != "Namespace" {
+			continue // cluster-scoped objects may exist from another test
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), live); !apierrors.IsNotFound(err) {
+			t.Errorf("%s %s was persisted by a dry run (%v)", kindOf(obj), describe(obj), err)
+		}
+	}
+}
+
+func TestInstallWaitUntilAvailableTimesOut(t *testing.T) {
+	kubeconfig := adminKubeconfig(t, "wait-admin")
+	out, err := runInstall(t, kubeconfig, "--namespace=hypershift-wait", "--wait-until-available", "--timeout=3s")
+	if err == nil {
+		t.Fatalf("want a timeout: the test control plane runs no pods\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "was not available within 3s") || !strings.Contains(out, "Waiting for deployment hypershift-wait/hypershift-operator: 0 of 2 replicas available") {
+		t.Fatalf("error %q, output:\n%s", err, out)
+	}
+}
+
+func TestInstallUnreachable(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	raw := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"
+	if err := os.WriteFile(kubeconfig, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runInstall(t, kubeconfig, "--request-timeout=2s")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the API server at https://127.0.0.1:1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestRenderAppliesWithKubectl applies the rendered install with a real
+// kubectl built from Go modules.
+func TestRenderAppliesWithKubectl(t *testing.T) {
+	assets, err := testenv.BinaryAssetsDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Fatalf("%s is missing: run make testbin", kubectl)
+	}
+	for _, format := range []string{"yaml", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cmd := newRenderCommand()
+			var rendered bytes.Buffer
+			cmd.SetOut(&rendered)
+			ns := "hypershift-kubectl-" + format
+			cmd.SetArgs([]string{"--namespace=" + ns, "--format=" + format})
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			apply := exec.CommandContext(t.Context(), kubectl, "apply", "--server-side", "--field-manager=kubectl-test", "--force-conflicts",
+				"--kubeconfig="+adminKubeconfig(t, "kubectl-"+format), "-f", "-")
+			apply.Stdin = &rendered
+			out, err := apply.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl apply --server-side failed: %v\n%s", err, out)
+			}
+			expectInstalled(t, ns)
+		})
+	}
+}

@@ -1,0 +1,232 @@
+// Package install implements `hypershift install` and `hypershift install
+// render`: the CRDs, their admission policy, and everything the
+// hypershift-operator runs with, computed by pure functions and applied with
+// server-side apply.
+package install
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/api/crds"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/support/config"
+)
+
+const (
+	name        = rbac.HypershiftOperatorName
+	metricsPort = 8080
+	healthPort  = 8081
+	// DefaultImage is the image holding hypershift-operator and control-plane-operator.
+	DefaultImage = "quay.io/hypershift-le/hypershift:latest"
+)
+
+// Options are what the installed objects depend on.
+type Options struct {
+	// Namespace is where the hypershift-operator runs.
+	Namespace string
+	// Image is the hypershift image (the HO, and the CPO's default).
+	Image string
+	// ImagePullPolicy of the HO's container.
+	ImagePullPolicy corev1.PullPolicy
+	// Development scales the HO to 0 replicas, for an HO run elsewhere.
+	Development bool
+	// Replicas of the HO; 2 by default, so that election matters.
+	Replicas int32
+	// Election are the HO's timings; ControlPlaneOperatorElection the
+	// timings it renders into every CPO.
+	Election                     config.LeaderElection
+	ControlPlaneOperatorElection config.LeaderElection
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		Namespace:                    "hypershift",
+		Image:                        DefaultImage,
+		ImagePullPolicy:              corev1.PullIfNotPresent,
+		Replicas:                     2,
+		Election:                     config.DefaultHypershiftOperatorElection,
+		ControlPlaneOperatorElection: config.DefaultControlPlaneOperatorElection,
+	}
+}
+
+// Validate refuses options that would install a broken operator.
+func (o Options) Validate() error {
+	switch o.ImagePullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("invalid --image-pull-policy %q: use Always, IfNotPresent or Never", o.ImagePullPolicy)
+	}
+	if o.Namespace == "" {
+		return fmt.Errorf("--namespace must not be empty")
+	}
+	if o.Image == "" {
+		return fmt.Errorf("--hypershift-image must not be empty")
+	}
+	if o.Replicas < 0 {
+		return fmt.Errorf("--replicas must not be negative, got %d", o.Replicas)
+	}
+	if err := o.Election.Validate(); err != nil {
+		return fmt.Errorf("invalid hypershift-operator timings: %w", err)
+	}
+	if err := o.ControlPlaneOperatorElection.Validate(); err != nil {
+		return fmt.Errorf("invalid control-plane-operator timings: %w", err)
+	}
+	return nil
+}
+
+// CRDObjects are the CRDs and the admission policy that completes them.
+func CRDObjects() ([]client.Object, error) {
+	list, err := crds.CustomResourceDefinitions()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(list)+2)
+	for _, crd := range list {
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		out = append(out, crd)
+	}
+	policy, binding := crds.NamespaceLengthPolicy()
+	return append(out, policy, binding), nil
+}
+
+// ResourceObjects are the hypershift-operator's objects, in apply order.
+func ResourceObjects(o Options) []client.Object {
+	labels := map[string]string{"app": name}
+	meta := func(namespaced bool, objectName string) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: objectName, Labels: labels}
+		if namespaced {
+			m.Namespace = o.Namespace
+		}
+		return m
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: name}}
+	clusterRole := rbac.ClusterRole()
+	clusterRole.Labels = labels
+	leaseRole := rbac.LeaderElectionRole(o.Namespace)
+	leaseRole.Labels = labels
+	return []client.Object{
+		&corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}},
+		},
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(true, name)},
+		clusterRole,
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(false, name),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole.Name},
+			Subjects:   subjects,
+		},
+		leaseRole,
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: meta(true, leaseRole.Name),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name},
+			Subjects:   subjects,
+		},
+		deployment(o, meta(true, name), labels),
+		&corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: meta(true, name+"-metrics"),
+			Spec: corev1.ServiceSpec{
+				Selector: labels,
+				Ports:    []corev1.ServicePort{{Name: "metrics", Port: metricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
+			},
+		},
+	}
+}
+
+func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *appsv1.Deployment {
+	replicas := o.Replicas
+	if o.Development {
+		replicas = 0
+	}
+	le, cpo := o.Election, o.ControlPlaneOperatorElection
+	args := []string{
+		"run",
+		"--namespace=" + o.Namespace,
+		"--leader-elect=true",
+		"--leader-elect-lease-duration=" + le.LeaseDuration.String(),
+		"--leader-elect-renew-deadline=" + le.RenewDeadline.String(),
+		"--leader-elect-retry-period=" + le.RetryPeriod.String(),
+		"--cpo-leader-elect-lease-duration=" + cpo.LeaseDuration.String(),
+		"--cpo-leader-elect-renew-deadline=" + cpo.RenewDeadline.String(),
+		"--cpo-leader-elect-retry-period=" + cpo.RetryPeriod.String(),
+		"--control-plane-operator-image=" + o.Image,
+		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
+	}
+	probe := func(path string, delay int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health"), Scheme: corev1.URISchemeHTTP}},
+			InitialDelaySeconds: delay, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3, SuccessThreshold: 1,
+		}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            name,
+					TerminationGracePeriodSeconds: ptr.To(int64((le.RenewDeadline + 20*time.Second).Seconds())),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+							Weight: 100,
+							PodAffinityTerm: corev1.PodAffinityTerm{
+								LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+								TopologyKey:   corev1.LabelHostname,
+							},
+						}},
+					}},
+					Containers: []corev1.Container{{
+						Name:            name,
+						Image:           o.Image,
+						ImagePullPolicy: o.ImagePullPolicy,
+						Command:         []string{"/usr/bin/hypershift-operator"},
+						Args:            args,
+						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"},
+						}}},
+						Ports: []corev1.ContainerPort{
+							{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
+							{Name: "health", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
+						},
+						LivenessProbe:  probe("/healthz", 15),
+						ReadinessProbe: probe("/readyz", 5),
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU:    resource.MustParse("10m"),
+							corev1.ResourceMemory: resource.MustParse("128Mi"),
+						}},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							RunAsNonRoot:             ptr.To(true),
+							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+						},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					}},
+				},
+			},
+		},
+	}
+}

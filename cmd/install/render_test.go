@@ -1,0 +1,113 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/support/testutil"
+)
+
+// compareText compares out with testdata/name; UPDATE=true rewrites it.
+func compareText(t *testing.T, name string, out []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if strings.EqualFold(os.Getenv(testutil.UpdateEnv), "true") {
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("failed to read golden file (run with UPDATE=true to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(out)); diff != "" {
+		t.Errorf("%s differs (-golden +got):\n%s", path, diff)
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "all.yaml", args: []string{"--hypershift-image=quay.io/example/hypershift:v0.1.0"}},
+		{name: "all.json", args: []string{"--hypershift-image=quay.io/example/hypershift:v0.1.0", "--format=json"}},
+		{name: "resources-development.yaml", args: []string{"--outputs=resources", "--development", "--namespace=hypershift-dev", "--image-pull-policy=Always"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := newRenderCommand()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetArgs(tt.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			compareText(t, tt.name, out.Bytes())
+		})
+	}
+}
+
+func TestRenderRefusesBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "when the format is unknown, it is refused", args: []string{"--format=xml"}, want: `unsupported --format "xml": use yaml or json`},
+		{name: "when the outputs are unknown, it is refused", args: []string{"--outputs=everything"}, want: `unsupported --outputs "everything": use crds, resources or all`},
+		{name: "when the pull policy is unknown, it is refused", args: []string{"--image-pull-policy=Sometimes"}, want: `invalid --image-pull-policy "Sometimes"`},
+		{name: "when the CPO timings are invalid, it is refused", args: []string{"--cpo-leader-elect-renew-deadline=2m"}, want: "invalid control-plane-operator timings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := newRenderCommand()
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SetArgs(tt.args)
+			err := cmd.Execute()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOperatorDeployment(t *testing.T) {
+	o := DefaultOptions()
+	d := deploymentOf(ResourceObjects(o))
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := evaluator.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
+	if agg := policy.AggregateCheckResults(results); !agg.Allowed {
+		t.Fatalf("the operator pod violates Pod Security restricted: %s", agg.ForbiddenDetail())
+	}
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %d, want 2 so that election matters", *d.Spec.Replicas)
+	}
+	o.Development = true
+	if d := deploymentOf(ResourceObjects(o)); *d.Spec.Replicas != 0 {
+		t.Errorf("with --development, replicas = %d, want 0", *d.Spec.Replicas)
+	}
+}
+
+func deploymentOf(objects []client.Object) *appsv1.Deployment {
+	for _, obj := range objects {
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			return d
+		}
+	}
+	return nil
+}
