@@ -37,8 +37,17 @@ build: ## Build hypershift, hypershift-operator and control-plane-operator into 
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
 
 .PHONY: run
-run: build testbin ## Build everything, then run a real kube-apiserver and etcd with the CRDs installed (Ctrl-C stops it).
-	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --kubeconfig $(BIN)/dev/kubeconfig
+run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it).
+	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev
+
+.PHONY: stop
+stop: ## Stop what `make run` started and remove its state.
+	go run ./hack/devcluster --stop --state $(BIN)/dev
+
+.PHONY: localbin
+localbin: ## Build what the local cluster runs besides the product: the stand-in and a test-only operator build.
+	go build -o $(BIN)/standin ./hack/standin
+	go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
 testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules (skipped when built).
@@ -85,8 +94,12 @@ verify: generate ## Regenerate, check formatting, vet and lint, and fail if the 
 ##@ Test
 
 .PHONY: test
-test: testbin ## Run every test against a real kube-apiserver and etcd (builds them when missing).
+test: build testbin localbin ## Run every test, end-to-end ones included, against a real kube-apiserver and etcd (builds them when missing).
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: e2e
+e2e: build testbin localbin ## Run only the end-to-end tests on the local cluster.
+	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
 .PHONY: clean
 clean: ## Remove bin/ and the test cache.

@@ -1,61 +1,152 @@
-// Command devcluster runs the project's test control plane in the
-// foreground: a real etcd and kube-apiserver with the project's CRDs and
-// admission policies installed, and a cluster-admin kubeconfig for kubectl.
-// It is what `make run` starts until the full local cluster exists; stop it
-// with Ctrl-C, which removes its state.
+// Command devcluster runs the whole system on this machine in the
+// foreground: the local cluster (real etcd, kube-apiserver and
+// kube-controller-manager, a node agent that runs pods as processes, a
+// registry with two release payloads), the hypershift-operator installed by
+// `hypershift install`, and a demo HostedCluster that it waits to be
+// Available. It is what `make run` starts; Ctrl-C or `make stop` stops it
+// and removes its state.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+
+	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/test/localcluster"
 )
 
 func main() {
 	// A flag set of its own: controller-runtime registers --kubeconfig on
 	// the global one.
 	flags := flag.NewFlagSet("devcluster", flag.ExitOnError)
-	kubeconfig := flags.String("kubeconfig", "bin/dev/kubeconfig", "where to write the cluster-admin kubeconfig")
-	audit := flags.Bool("audit-log", true, "write the API server's audit log (its path is printed)")
+	binDir := flags.String("bin", "bin", "the directory holding the built binaries")
+	stateDir := flags.String("state", "bin/dev", "where the cluster keeps its state while it runs")
+	stop := flags.Bool("stop", false, "stop a running devcluster and remove its state")
 	_ = flags.Parse(os.Args[1:])
-	if err := run(*kubeconfig, *audit); err != nil {
+	pidFile := filepath.Join(*stateDir, "devcluster.pid")
+	var err error
+	if *stop {
+		err = stopRunning(pidFile, *stateDir)
+	} else {
+		err = run(*binDir, *stateDir, pidFile)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "devcluster: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, audit bool) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func run(binDir, stateDir, pidFile string) error {
+	if pid, alive := running(pidFile); alive {
+		return fmt.Errorf("a local cluster is already running (pid %d): run `make stop` first", pid)
+	}
+	binDir, err := filepath.Abs(binDir)
+	if err != nil {
+		return err
+	}
+	stateDir, err = filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
+	_ = os.RemoveAll(stateDir) // leftovers of a run that was killed
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
 
-	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	env, err := testenv.Start(startCtx, testenv.Options{AuditLog: audit})
-	cancel()
+	fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager, the node agent and a registry...")
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, Log: logr.Discard()})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "devcluster: failed to stop: %v\n", err)
+		fmt.Println("Stopping the local cluster and removing its state...")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "devcluster: %v\n", err)
 		}
-		_ = os.Remove(kubeconfig)
 	}()
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return fmt.Errorf("failed to write %s: %w", pidFile, err)
+	}
+
+	if err := execute(ctx, install.NewCommand(), "--kubeconfig="+c.Kubeconfig,
+		"--hypershift-image="+c.Registry.Image("hypershift", "latest"), "--wait-until-available", "--timeout=3m"); err != nil {
 		return err
 	}
-	fmt.Printf("The API server is up at %s with the HostedCluster and HostedControlPlane CRDs installed.\n", env.Config.Host)
-	fmt.Printf("  export KUBECONFIG=%s\n", kubeconfig)
-	fmt.Println("  kubectl get hostedclusters -A")
-	if audit {
-		fmt.Printf("  audit log: %s\n", env.AuditLogPath)
+	pullSecret := filepath.Join(stateDir, "pull-secret.json")
+	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
+		return err
 	}
-	fmt.Println("Press Ctrl-C to stop it and remove its state.")
+	release := c.Registry.Releases[localcluster.Versions[0]]
+	if err := execute(ctx, cluster.NewCreateCommand(), "cluster", "none", "--kubeconfig="+c.Kubeconfig,
+		"--name=demo", "--namespace=clusters", "--release-image="+release, "--pull-secret="+pullSecret, "--wait", "--timeout=5m"); err != nil {
+		return err
+	}
+	fmt.Printf(`
+The local cluster runs, with HostedCluster clusters/demo Available.
+  export KUBECONFIG=%[1]s
+  bin/hypershift get leaders -A
+  kubectl get hostedclusters -A
+  kubectl -n clusters-demo get lease control-plane-operator-leader-elect -o yaml
+  kubectl -n clusters-demo get pods -o wide
+Upgrade it to the second payload:
+  kubectl -n clusters patch hostedcluster demo --type=merge -p '{"spec":{"release":{"image":"%[2]s"}}}'
+Logs of every pod: %[3]s/node/logs   Audit log: %[4]s
+Press Ctrl-C (or run make stop) to stop it and remove its state.
+`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath)
 	<-ctx.Done()
 	return nil
+}
+
+// execute runs a CLI command in-process, printing what it prints.
+func execute(ctx context.Context, cmd *cobra.Command, args ...string) error {
+	cmd.SetArgs(args)
+	cmd.SetContext(ctx)
+	cmd.SilenceUsage = true
+	return cmd.Execute()
+}
+
+// running reads the pid file and reports whether that process is alive.
+func running(pidFile string) (int, bool) {
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
+}
+
+// stopRunning asks a running devcluster to stop and waits for it.
+func stopRunning(pidFile, stateDir string) error {
+	pid, alive := running(pidFile)
+	if !alive {
+		fmt.Println("No local cluster is running.")
+		return os.RemoveAll(stateDir)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("failed to signal pid %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			fmt.Printf("Stopped the local cluster (pid %d).\n", pid)
+			return os.RemoveAll(stateDir)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return errors.New("the local cluster did not stop within 90s")
 }

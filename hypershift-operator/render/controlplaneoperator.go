@@ -30,6 +30,10 @@ const (
 	releaseGrace = 20 * time.Second
 )
 
+// unsafeNoElection renders the CPO without leader election and with a
+// surging RollingUpdate. Only a build with -tags e2eunsafe sets it.
+var unsafeNoElection = false
+
 // ControlPlaneOperatorServiceAccount is the CPO's identity.
 func ControlPlaneOperatorServiceAccount(in Inputs) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
@@ -118,13 +122,20 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	strategy := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	if unsafeNoElection {
+		args[2] = "--leader-elect=false"
+		surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+		strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: in.objectMeta(hyperv1.ControlPlaneOperatorName),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ControlPlaneOperatorReplicas(in.HostedCluster.Spec.ControllerAvailabilityPolicy)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{

@@ -11,11 +11,16 @@ import (
 )
 
 // auditPolicy records every request at Metadata level once its response is
-// complete: who did what to which object, and the status code.
+// complete: who did what to which object, and the status code; pod
+// creations also keep the created pod.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
+# Pod creations keep their response, which names a pod made from generateName.
+- level: RequestResponse
+  verbs: ["create"]
+  resources: [{group: "", resources: ["pods"]}]
 - level: Metadata
 `
 

@@ -19,10 +19,17 @@ var controllerManagerControllers = []string{"namespace-controller", "garbage-col
 
 // startControllerManager runs kube-controller-manager as cluster admin
 // against the test API server, with no serving port and no election.
-func (e *Env) startControllerManager(assets string) error {
+func (e *Env) startControllerManager(assets string, controllers []string) error {
+	if len(controllers) == 0 {
+		controllers = controllerManagerControllers
+	}
 	kubeconfig := filepath.Join(e.tempDir, "controller-manager.kubeconfig")
 	if err := e.WriteKubeconfig(kubeconfig); err != nil {
 		return err
+	}
+	caFile := filepath.Join(e.tempDir, "ca.crt")
+	if err := os.WriteFile(caFile, e.Config.CAData, 0o600); err != nil {
+		return fmt.Errorf("failed to write the cluster CA: %w", err)
 	}
 	binary := filepath.Join(assets, "kube-controller-manager")
 	if _, err := os.Stat(binary); err != nil {
@@ -34,7 +41,10 @@ func (e *Env) startControllerManager(assets string) error {
 	}
 	cmd := exec.Command(binary,
 		"--kubeconfig="+kubeconfig,
-		"--controllers="+strings.Join(controllerManagerControllers, ","),
+		"--controllers="+strings.Join(controllers, ","),
+		// The service account token controller signs with the API server's key.
+		"--service-account-private-key-file="+filepath.Join(e.env.ControlPlane.APIServer.CertDir, "sa-signer.key"),
+		"--root-ca-file="+caFile,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",

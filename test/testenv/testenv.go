@@ -44,6 +44,14 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager's namespace and
 	// garbage-collector controllers, so deleted namespaces really go away.
 	ControllerManager bool
+	// ControllerManagerControllers replaces that list of controllers (e.g.
+	// with deployment-controller and replicaset-controller for a cluster
+	// that runs pods).
+	ControllerManagerControllers []string
+	// ServiceAccountAdmission turns the ServiceAccount admission plugin
+	// back on (envtest turns it off): pods get their ServiceAccount, and
+	// need it to exist.
+	ServiceAccountAdmission bool
 }
 
 // Env is a running test control plane.
@@ -99,6 +107,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
 	}
+	if opts.ServiceAccountAdmission {
+		e.env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "")
+	}
 	if opts.AuditLog {
 		if err := e.configureAuditLog(); err != nil {
 			_ = os.RemoveAll(tempDir)
@@ -122,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		}
 	}
 	if opts.ControllerManager {
-		if err := e.startControllerManager(assets); err != nil {
+		if err := e.startControllerManager(assets, opts.ControllerManagerControllers); err != nil {
 			_ = e.Stop()
 			return nil, err
 		}

@@ -24,13 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	imagev1 "github.com/openshift/api/image/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const (
@@ -131,32 +125,24 @@ func (r *Registry) PushImage(t testing.TB, repoTag string, files map[string][]by
 // ".wh.<name>" whites out <name> from older layers.
 func (r *Registry) PushLayers(t testing.TB, repoTag string, layers ...map[string][]byte) (pullSpec, digest string) {
 	t.Helper()
-	img := empty.Image
-	for _, files := range layers {
-		layer, err := tarLayer(files)
-		if err != nil {
-			t.Fatalf("failed to build layer: %v", err)
-		}
-		if img, err = mutate.AppendLayers(img, layer); err != nil {
-			t.Fatalf("failed to append layer: %v", err)
-		}
-	}
-	ref, err := name.ParseReference(r.Host() + "/" + repoTag)
+	img, err := BuildImage(layers...)
 	if err != nil {
-		t.Fatalf("failed to parse %q: %v", repoTag, err)
+		t.Fatal(err)
 	}
-	opts := []remote.Option{remote.WithContext(t.Context())}
+	var auth authn.Authenticator
 	if r.user != "" || r.password != "" {
-		opts = append(opts, remote.WithAuth(&authn.Basic{Username: r.user, Password: r.password}))
+		auth = &authn.Basic{Username: r.user, Password: r.password}
 	}
-	if err := remote.Write(ref, img, opts...); err != nil {
-		t.Fatalf("failed to push %s: %v", ref, err)
-	}
-	d, err := img.Digest()
+	ref := r.Host() + "/" + repoTag
+	digest, err = Push(t.Context(), ref, img, auth)
 	if err != nil {
-		t.Fatalf("failed to compute digest of %s: %v", ref, err)
+		t.Fatal(err)
 	}
-	return ref.String(), d.String()
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.String(), digest
 }
 
 // ReleaseFiles returns the release-manifests files of a payload: an
@@ -164,38 +150,11 @@ func (r *Registry) PushLayers(t testing.TB, repoTag string, layers ...map[string
 // (tag name -> pull spec), and release-metadata carrying version.
 func ReleaseFiles(t testing.TB, version string, components map[string]string) map[string][]byte {
 	t.Helper()
-	names := make([]string, 0, len(components))
-	for n := range components {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	stream := imagev1.ImageStream{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "image.openshift.io/v1", Kind: "ImageStream"},
-		ObjectMeta: metav1.ObjectMeta{Name: version},
-	}
-	for _, n := range names {
-		stream.Spec.Tags = append(stream.Spec.Tags, imagev1.TagReference{
-			Name: n,
-			From: &corev1.ObjectReference{Kind: "DockerImage", Name: components[n]},
-		})
-	}
-	references, err := json.Marshal(stream)
+	files, err := BuildReleaseFiles(version, components)
 	if err != nil {
-		t.Fatalf("failed to encode image-references: %v", err)
+		t.Fatal(err)
 	}
-	metadata, err := json.Marshal(map[string]any{
-		"kind":     "cincinnati-metadata-v0",
-		"version":  version,
-		"previous": []string{},
-		"metadata": map[string]string{},
-	})
-	if err != nil {
-		t.Fatalf("failed to encode release-metadata: %v", err)
-	}
-	return map[string][]byte{
-		ImageReferencesFile: references,
-		ReleaseMetadataFile: metadata,
-	}
+	return files
 }
 
 // UnreachableHost returns a 127.0.0.1 host:port that nothing listens on.

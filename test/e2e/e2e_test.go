@@ -1,0 +1,258 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/cmd/get"
+	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/test/localcluster"
+)
+
+func installOperator(t *testing.T, image string) {
+	t.Helper()
+	execute(t, install.NewCommand(), "--hypershift-image="+image, "--wait-until-available", "--timeout=3m",
+		"--cpo-leader-elect-lease-duration=10s", "--cpo-leader-elect-renew-deadline=7s", "--cpo-leader-elect-retry-period=2s")
+}
+
+// TestEndToEnd runs the stories in order on one local cluster.
+func TestEndToEnd(t *testing.T) {
+	installOperator(t, lc.Registry.Image("hypershift", "latest"))
+	t.Run("create", testCreate)
+	t.Run("upgrade", testUpgrade)
+	t.Run("highly available", testHighlyAvailable)
+	t.Run("destroy", testDestroy)
+	t.Run("negative control", testNegativeControl)
+}
+
+// testCreate: the CPO pod runs with its ServiceAccount's token, holds the
+// Lease, and status and the CLI show it.
+func testCreate(t *testing.T) {
+	createCluster(t, "demo", hyperv1.SingleReplica)
+	ns := controlPlaneNamespace("demo")
+	var pod string
+	eventually(t, time.Minute, func() error {
+		pods := cpoPods(t, ns)
+		if len(pods) != 1 || pods[0].Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("CPO pods: %d", len(pods))
+		}
+		pod = pods[0].Name
+		if h := holder(t, ns); h != pod {
+			return fmt.Errorf("the Lease is held by %q, want the pod %s", h, pod)
+		}
+		return nil
+	})
+	writes := cpoWrites(t, ns)
+	if len(writes) == 0 {
+		t.Fatal("the CPO made no write with its own token")
+	}
+	for _, w := range writes {
+		if w.pod != pod {
+			t.Errorf("a CPO write came from pod %s, not %s: %v", w.pod, pod, w)
+		}
+	}
+	eventually(t, time.Minute, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: "demo"}, hc); err != nil {
+			return err
+		}
+		if hc.Status.ControlPlaneOperator == nil || hc.Status.ControlPlaneOperator.HolderIdentity != pod {
+			return fmt.Errorf("status.controlPlaneOperator = %+v", hc.Status.ControlPlaneOperator)
+		}
+		return nil
+	})
+	out := execute(t, get.NewCommand(), "leaders", "-A")
+	if !strings.Contains(out, pod) {
+		t.Errorf("hypershift get leaders does not show %s:\n%s", pod, out)
+	}
+	t.Logf("hypershift get leaders -A:\n%s", out)
+}
+
+// upgrade runs v1 -> v2 -> v1 -> v2 on cluster name, waiting each time until
+// the new CPO pod leads.
+func upgrade(t *testing.T, name string) *podRecorder {
+	t.Helper()
+	ns := controlPlaneNamespace(name)
+	recorder := recordPods(t, ns)
+	versions := []string{localcluster.Versions[1], localcluster.Versions[0], localcluster.Versions[1]}
+	for _, version := range versions {
+		image := lc.Registry.Releases[version]
+		setRelease(t, name, image)
+		eventually(t, 2*time.Minute, func() error {
+			h := holder(t, ns)
+			if h == "" || recorder.release(h) != image {
+				return fmt.Errorf("holder %q operates on %q, want %s", h, recorder.release(h), image)
+			}
+			for _, p := range cpoPods(t, ns) {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && recorder.release(p.Name) != image {
+					return fmt.Errorf("pod %s of the old release still runs", p.Name)
+				}
+			}
+			return nil
+		})
+		t.Logf("upgraded %s to %s; the Lease is held by %s", name, version, holder(t, ns))
+	}
+	time.Sleep(3 * time.Second)
+	return recorder
+}
+
+// testUpgrade: Recreate removes the old pod before the new one is created,
+// and the audit log shows one writer at a time and no old-release write
+// after the new release's first.
+func testUpgrade(t *testing.T) {
+	ns := controlPlaneNamespace("demo")
+	recorder := upgrade(t, "demo")
+	writes := cpoWrites(t, ns)
+	if v := outsideHoldings(writes); len(v) != 0 {
+		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
+	}
+	// After a pod of a release first writes, no pod of another release writes
+	// until the next upgrade's pod writes.
+	for i := 1; i < len(writes); i++ {
+		prev, cur := writes[i-1], writes[i]
+		if prev.pod != cur.pod && recorder.release(prev.pod) != recorder.release(cur.pod) {
+			for _, later := range writes[i:] {
+				if later.pod == prev.pod {
+					t.Errorf("old pod %s wrote after new pod %s's first write: %v", prev.pod, cur.pod, later)
+				}
+			}
+		}
+	}
+	// Recreate: every pod is created only after every pod of another
+	// release created before it is gone.
+	created, removed := podLifetimes(t, ns)
+	checked := 0
+	for newPod, createdAt := range created {
+		for oldPod, oldCreated := range created {
+			if recorder.release(newPod) == "" || recorder.release(oldPod) == "" || recorder.release(oldPod) == recorder.release(newPod) || !oldCreated.Before(createdAt) {
+				continue
+			}
+			checked++
+			removedAt, gone := removed[oldPod]
+			if !gone || !removedAt.Before(createdAt) {
+				t.Errorf("Recreate: pod %s was created at %s while old pod %s was not gone yet (removed %v at %s)",
+					newPod, createdAt.Format(time.StampMicro), oldPod, gone, removedAt.Format(time.StampMicro))
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no old/new pod pair found in the audit log: the Recreate check proves nothing")
+	}
+	t.Logf("%d CPO writes, all inside their pod's holding; %d old/new pod pairs checked", len(writes), checked)
+}
+
+// testHighlyAvailable: kill -9 the leader, then delete the leader pod.
+func testHighlyAvailable(t *testing.T) {
+	createCluster(t, "ha", hyperv1.HighlyAvailable)
+	ns := controlPlaneNamespace("ha")
+	var leader string
+	eventually(t, time.Minute, func() error {
+		running := 0
+		for _, p := range cpoPods(t, ns) {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		leader = holder(t, ns)
+		if running != 2 || leader == "" {
+			return fmt.Errorf("%d CPO pods running, holder %q", running, leader)
+		}
+		return nil
+	})
+
+	pid, ok := lc.Agent.PodPID(ns, leader, "control-plane-operator")
+	if !ok {
+		t.Fatalf("no process for pod %s", leader)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	// The node agent restarts the container in place, as a kubelet does: the
+	// new process has the same pod name, so it may take its own Lease back
+	// before the standby's wait runs out. Either way a live process must
+	// hold a renewed Lease within LeaseDuration + RetryPeriod.
+	eventually(t, leaseDuration+retryPeriod+margin, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.After(killed) {
+			return fmt.Errorf("the Lease was not renewed since the kill: %+v", lease.Spec)
+		}
+		if newPID, ok := lc.Agent.PodPID(ns, *lease.Spec.HolderIdentity, "control-plane-operator"); !ok || newPID == pid {
+			return fmt.Errorf("the holder %s has no new process", *lease.Spec.HolderIdentity)
+		}
+		return nil
+	})
+	t.Logf("after kill -9 of %s's process, %s holds the Lease again after %s", leader, holder(t, ns), time.Since(killed))
+
+	// Delete the leader pod: it terminates gracefully (releasing the Lease)
+	// while its replacement is already being created.
+	leader = holder(t, ns)
+	pod := &corev1.Pod{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: leader}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Env.Client.Delete(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	eventually(t, leaseDuration+retryPeriod+margin, func() error {
+		if h := holder(t, ns); h == leader || h == "" {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	})
+	t.Logf("after deleting pod %s, %s leads after %s", leader, holder(t, ns), time.Since(deleted))
+	time.Sleep(3 * time.Second)
+	if v := outsideHoldings(cpoWrites(t, ns)); len(v) != 0 {
+		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
+	}
+}
+
+// testDestroy: the namespaces and everything in them go, then the clusters.
+func testDestroy(t *testing.T) {
+	for _, name := range []string{"demo", "ha"} {
+		execute(t, cluster.NewDestroyCommand(), "cluster", "--name="+name, "--namespace=clusters", "--wait", "--timeout=4m")
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: controlPlaneNamespace(name)}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s remains (%v)", controlPlaneNamespace(name), err)
+		}
+	}
+}
+
+// testNegativeControl: the same upgrade with election off and a surging
+// RollingUpdate (a test-only build of the HO) must be caught by the check.
+func testNegativeControl(t *testing.T) {
+	installOperator(t, unsafeImage)
+	createCluster(t, "unsafe", hyperv1.SingleReplica)
+	ns := controlPlaneNamespace("unsafe")
+	recorder := recordPods(t, ns)
+	var writes []cpoWrite
+	for _, version := range []string{localcluster.Versions[1], localcluster.Versions[0]} {
+		setRelease(t, "unsafe", lc.Registry.Releases[version])
+		time.Sleep(15 * time.Second)
+	}
+	writes = cpoWrites(t, ns)
+	v := outsideHoldings(writes)
+	if len(v) == 0 {
+		var b bytes.Buffer
+		for _, w := range writes {
+			fmt.Fprintf(&b, "\n  %v (%s)", w, recorder.release(w.pod))
+		}
+		t.Fatalf("without election the check found nothing: it cannot fail. Writes:%s", b.String())
+	}
+	t.Logf("without election, the check reports %d writes outside any holding, e.g. %v", len(v), v[0])
+	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=unsafe", "--namespace=clusters", "--wait", "--timeout=4m")
+}

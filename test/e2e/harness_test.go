@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// Timings the e2e install renders into every CPO (valid: 10 > 7 > 1.2*2).
+const (
+	leaseDuration = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+	margin        = 10 * time.Second
+	// UnsafeImage runs a build of the hypershift-operator that renders CPOs
+	// without election; nothing in the product can select it.
+	unsafeImage = "e2e.local/hypershift-unsafe:latest"
+	podNameKey  = "authentication.kubernetes.io/pod-name"
+)
+
+var lc *localcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(logr.Discard())
+	root, err := testenv.RepositoryRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	bin := filepath.Join(root, "bin")
+	state, err := os.MkdirTemp("", "e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	lc, err = localcluster.Start(ctx, localcluster.Options{
+		BinDir: bin, StateDir: state, Log: logr.Discard(), KeepState: os.Getenv("E2E_KEEP_STATE") != "",
+		ImageBinaries: map[string]string{unsafeImage: filepath.Join(bin, "e2e", "hypershift-operator-unsafe")},
+	})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the local cluster did not start: %v\n", err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "local cluster state (node logs, audit log): %s\n", state)
+	}
+	if err := lc.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to stop the local cluster: %v\n", err)
+	}
+	return code
+}
+
+// execute runs a CLI command in-process against the local cluster.
+func execute(t *testing.T, cmd *cobra.Command, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append(args, "--kubeconfig="+lc.Kubeconfig))
+	cmd.SetContext(t.Context())
+	cmd.SilenceUsage = true
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%s %v failed: %v\n%s", cmd.Name(), args, err, out.String())
+	}
+	return out.String()
+}
+
+// createCluster creates a HostedCluster with the CLI and waits until Available.
+func createCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy) {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name="+name, "--namespace=clusters",
+		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
+		"--control-plane-availability-policy="+string(policy), "--wait", "--timeout=4m")
+}
+
+func controlPlaneNamespace(name string) string {
+	return hyperv1.ControlPlaneNamespace("clusters", name)
+}
+
+func holder(t *testing.T, ns string) string {
+	lease := &coordinationv1.Lease{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+// cpoPods lists the CPO pods of a control-plane namespace, running or not.
+func cpoPods(t *testing.T, ns string) []corev1.Pod {
+	list := &corev1.PodList{}
+	if err := lc.Env.Client.List(t.Context(), list, client.InNamespace(ns), client.MatchingLabels{"app": "control-plane-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %s: %v", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// setRelease changes the HostedCluster's release image.
+func setRelease(t *testing.T, name, image string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: name}, hc); err != nil {
+			return err
+		}
+		hc.Spec.Release.Image = image
+		return lc.Env.Client.Update(t.Context(), hc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podRecorder remembers, for every CPO pod it ever sees, the release it
+// operates on: pods are gone once an upgrade is over.
+type podRecorder struct {
+	mu       sync.Mutex
+	releases map[string]string
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+func recordPods(t *testing.T, ns string) *podRecorder {
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &podRecorder{releases: map[string]string{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ctx.Err() == nil {
+			list := &corev1.PodList{}
+			if err := lc.Env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": "control-plane-operator"}); err == nil {
+				r.mu.Lock()
+				for _, p := range list.Items {
+					for _, e := range p.Spec.Containers[0].Env {
+						if e.Name == "OPERATE_ON_RELEASE_IMAGE" {
+							r.releases[p.Name] = e.Value
+						}
+					}
+				}
+				r.mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { r.stop(); <-r.done })
+	return r
+}
+
+func (r *podRecorder) release(pod string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.releases[pod]
+}
+
+// cpoWrite is one successful write by a CPO pod, from the audit log.
+type cpoWrite struct {
+	at        time.Time
+	pod, what string
+	lease     bool
+}
+
+func (w cpoWrite) String() string {
+	return fmt.Sprintf("%s %s %s", w.at.Format("15:04:05.000000"), w.pod, w.what)
+}
+
+// cpoWrites returns every successful write the CPO ServiceAccount made in
+// ns, attributed to the pod its token is bound to.
+func cpoWrites(t *testing.T, ns string) []cpoWrite {
+	t.Helper()
+	events := auditEvents(t)
+	user := "system:serviceaccount:" + ns + ":control-plane-operator"
+	var out []cpoWrite
+	for _, e := range events {
+		if e.User.Username != user || !testenv.IsWrite(e) || !testenv.Succeeded(e) || e.ObjectRef == nil {
+			continue
+		}
+		pods := e.User.Extra[podNameKey]
+		if len(pods) != 1 {
+			t.Fatalf("a CPO write carries no pod name: %s %s", e.Verb, e.ObjectRef.Resource)
+		}
+		what := e.Verb + " " + e.ObjectRef.Resource + "/" + e.ObjectRef.Name
+		if e.ObjectRef.Subresource != "" {
+			what += "/" + e.ObjectRef.Subresource
+		}
+		out = append(out, cpoWrite{at: e.RequestReceivedTimestamp.Time, pod: pods[0], what: what, lease: e.ObjectRef.Resource == "leases"})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
+
+func auditEvents(t *testing.T) []auditv1.Event {
+	t.Helper()
+	events, err := lc.Env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// outsideHoldings reconstructs holdings from the audit log alone (a pod's
+// successful Lease write means it held the Lease then, until another pod's)
+// and returns the writes made outside their pod's holding.
+func outsideHoldings(writes []cpoWrite) []cpoWrite {
+	var violations []cpoWrite
+	holderNow := ""
+	for _, w := range writes {
+		if w.lease {
+			holderNow = w.pod
+			continue
+		}
+		if w.pod != holderNow {
+			violations = append(violations, w)
+		}
+	}
+	return violations
+}
+
+// podLifetimes returns, from the audit log, when each pod in ns was created
+// and when it was finally removed.
+func podLifetimes(t *testing.T, ns string) (created, removed map[string]time.Time) {
+	t.Helper()
+	created, removed = map[string]time.Time{}, map[string]time.Time{}
+	for _, e := range auditEvents(t) {
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns || e.ObjectRef.Subresource != "" || !testenv.Succeeded(e) {
+			continue
+		}
+		switch e.Verb {
+		case "create":
+			if e.ResponseObject == nil {
+				continue
+			}
+			var pod struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			}
+			if err := json.Unmarshal(e.ResponseObject.Raw, &pod); err == nil && pod.Metadata.Name != "" {
+				created[pod.Metadata.Name] = e.RequestReceivedTimestamp.Time
+			}
+		case "delete":
+			// The last delete is the node agent's, once the processes are gone.
+			removed[e.ObjectRef.Name] = e.StageTimestamp.Time
+		}
+	}
+	return created, removed
+}
