@@ -27,6 +27,7 @@ type installFlags struct {
 	waitUntilAvailable bool
 	timeout            time.Duration
 	dryRun             bool
+	enableFencing      bool
 }
 
 func (f *installFlags) addFlags(fs *pflag.FlagSet) {
@@ -37,10 +38,12 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&f.Replicas, "replicas", f.Replicas, "Operator replicas; more than one makes leader election matter.")
 	f.Election.AddFlags(fs, "", "hypershift-operator")
 	f.ControlPlaneOperatorElection.AddFlags(fs, "cpo-", "control-plane-operator")
+	fs.BoolVar(&f.enableFencing, "enable-fencing", true, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease.")
 }
 
 func (f *installFlags) complete() error {
 	f.ImagePullPolicy = corev1.PullPolicy(f.imagePullPolicy)
+	f.DisableFencing = !f.enableFencing
 	return f.Validate()
 }
 

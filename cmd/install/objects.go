@@ -46,6 +46,9 @@ type Options struct {
 	// timings it renders into every CPO.
 	Election                     config.LeaderElection
 	ControlPlaneOperatorElection config.LeaderElection
+	// DisableFencing turns off the API server's check that control-plane-operator
+	// writes come from the Lease holder.
+	DisableFencing bool
 }
 
 // DefaultOptions are the flags' defaults.
@@ -164,6 +167,7 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 		"--cpo-leader-elect-renew-deadline=" + cpo.RenewDeadline.String(),
 		"--cpo-leader-elect-retry-period=" + cpo.RetryPeriod.String(),
 		"--control-plane-operator-image=" + o.Image,
+		fmt.Sprintf("--enable-fencing=%t", !o.DisableFencing),
 		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
 	}

@@ -46,6 +46,10 @@ type Options struct {
 	TeardownTimeout time.Duration
 	// InsecureRegistries are registry hosts reached over plain HTTP.
 	InsecureRegistries []string
+	// EnableFencing binds the fencing policy to every control-plane
+	// namespace: the API server refuses writes by CPO pods that do not hold
+	// the Lease.
+	EnableFencing bool
 }
 
 // DefaultOptions are the flags' defaults.
@@ -58,6 +62,7 @@ func DefaultOptions() Options {
 		MetricsBindAddress:           ":8080",
 		HealthProbeBindAddress:       ":8081",
 		TeardownTimeout:              hostedcluster.DefaultTeardownTimeout,
+		EnableFencing:                true,
 	}
 }
 
@@ -71,6 +76,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.DurationVar(&o.TeardownTimeout, "teardown-timeout", o.TeardownTimeout, "How long to wait, while no control-plane-operator holds its Lease, for one to finalize its HostedControlPlane before the hypershift-operator finishes the teardown itself.")
+	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace).")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
 
@@ -154,7 +160,12 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		return fmt.Errorf("failed to add the readiness check: %w", err)
 	}
 
+	fencing, err := detectFencing(restConfig, o.EnableFencing)
+	if err != nil {
+		return err
+	}
 	reconciler := &hostedcluster.Reconciler{
+		Fencing:                          fencing,
 		Client:                           mgr.GetClient(),
 		APIReader:                        mgr.GetAPIReader(),
 		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),

@@ -57,6 +57,8 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: readWrite},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readWrite},
+		// The fencing policy and one binding per control-plane namespace.
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: readWrite},
 		// Watch every control-plane-operator Lease to show its holder.
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read},
 	}

@@ -55,8 +55,13 @@ func TestRenderGolden(t *testing.T) {
 			testutil.CompareWithGolden(t, dir+"role", ControlPlaneOperatorRole(in))
 			testutil.CompareWithGolden(t, dir+"rolebinding", ControlPlaneOperatorRoleBinding(in))
 			testutil.CompareWithGolden(t, dir+"deployment", ControlPlaneOperatorDeployment(in))
+			testutil.CompareWithGolden(t, dir+"fencing-binding", FencingBinding(in))
 		})
 	}
+}
+
+func TestFencingPolicyGolden(t *testing.T) {
+	testutil.CompareWithGolden(t, "fencing-policy", FencingPolicy())
 }
 
 func TestControlPlaneOperatorDeploymentIsRestricted(t *testing.T) {

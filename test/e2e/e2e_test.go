@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -18,12 +21,13 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
-func installOperator(t *testing.T, image string) {
+func installOperator(t *testing.T, image string, extra ...string) {
 	t.Helper()
-	execute(t, install.NewCommand(), "--hypershift-image="+image, "--wait-until-available", "--timeout=3m",
-		"--cpo-leader-elect-lease-duration=10s", "--cpo-leader-elect-renew-deadline=7s", "--cpo-leader-elect-retry-period=2s")
+	execute(t, install.NewCommand(), append([]string{"--hypershift-image=" + image, "--wait-until-available", "--timeout=3m",
+		"--cpo-leader-elect-lease-duration=10s", "--cpo-leader-elect-renew-deadline=7s", "--cpo-leader-elect-retry-period=2s"}, extra...)...)
 }
 
 // TestEndToEnd runs the stories in order on one local cluster.
@@ -31,6 +35,7 @@ func TestEndToEnd(t *testing.T) {
 	installOperator(t, lc.Registry.Image("hypershift", "latest"))
 	t.Run("create", testCreate)
 	t.Run("upgrade", testUpgrade)
+	t.Run("fencing", testFencing)
 	t.Run("highly available", testHighlyAvailable)
 	t.Run("destroy", testDestroy)
 	t.Run("negative control", testNegativeControl)
@@ -152,6 +157,101 @@ func testUpgrade(t *testing.T) {
 	t.Logf("%d CPO writes, all inside their pod's holding; %d old/new pod pairs checked", len(writes), checked)
 }
 
+// testFencing: a CPO pod that does not hold the Lease (election off, the
+// test's own pod) has every write refused by the API server, while the
+// holder's writes go through.
+func testFencing(t *testing.T) {
+	ns := controlPlaneNamespace("demo")
+	hc := &hyperv1.HostedCluster{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: "demo"}, hc); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(hc.Status.Conditions, "LeaderFencing"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("LeaderFencing = %+v", c)
+	}
+	d := &appsv1.Deployment{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "control-plane-operator"}, d); err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec.DeepCopy()
+	for i, arg := range spec.Containers[0].Args {
+		if arg == "--leader-elect=true" {
+			spec.Containers[0].Args[i] = "--leader-elect=false"
+		}
+	}
+	rogue := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rogue-control-plane-operator"}, Spec: *spec}
+	if err := lc.Env.Client.Create(t.Context(), rogue); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		p := &corev1.Pod{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(rogue), p); err != nil {
+			return err
+		}
+		if !podReady(p) {
+			return fmt.Errorf("the rogue pod is not ready")
+		}
+		return nil
+	})
+	// Freeze the holder (SIGSTOP, shorter than its renew deadline) and make
+	// a change both CPOs react to: only the rogue can act on it, and must
+	// be refused; once thawed, the holder repairs it.
+	holderPod := holder(t, ns)
+	pid, ok := lc.Agent.PodPID(ns, holderPod, "control-plane-operator")
+	if !ok {
+		t.Fatalf("no process for the holder %s", holderPod)
+	}
+	started := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	etcd := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}}
+	if err := lc.Env.Client.Delete(t.Context(), etcd); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		return lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(etcd), &corev1.Service{})
+	})
+	time.Sleep(2 * time.Second)
+	var refused, accepted int
+	for _, e := range auditEvents(t) {
+		pods := e.User.Extra[podNameKey]
+		if len(pods) != 1 || e.ObjectRef == nil || e.ObjectRef.Namespace != ns || e.ObjectRef.Resource == "leases" || !testenv.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(started) {
+			continue
+		}
+		switch {
+		case pods[0] == rogue.Name && testenv.Succeeded(e):
+			accepted++
+			t.Errorf("the rogue pod's write went through: %s %s/%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name)
+		case pods[0] == rogue.Name:
+			refused++
+		case e.ResponseStatus != nil && e.ResponseStatus.Code == 403:
+			t.Errorf("the holder %s had a write refused: %s %s/%s (%d)", pods[0], e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name, e.ResponseStatus.Code)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the rogue pod made no write at all: the check proves nothing")
+	}
+	t.Logf("the API server refused %d writes by the rogue pod, accepted %d", refused, accepted)
+	if err := lc.Env.Client.Delete(t.Context(), rogue); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // testHighlyAvailable: kill -9 the leader, then delete the leader pod.
 func testHighlyAvailable(t *testing.T) {
 	createCluster(t, "ha", hyperv1.HighlyAvailable)
@@ -235,7 +335,7 @@ func testDestroy(t *testing.T) {
 // testNegativeControl: the same upgrade with election off and a surging
 // RollingUpdate (a test-only build of the HO) must be caught by the check.
 func testNegativeControl(t *testing.T) {
-	installOperator(t, unsafeImage)
+	installOperator(t, unsafeImage, "--enable-fencing=false")
 	createCluster(t, "unsafe", hyperv1.SingleReplica)
 	ns := controlPlaneNamespace("unsafe")
 	recorder := recordPods(t, ns)

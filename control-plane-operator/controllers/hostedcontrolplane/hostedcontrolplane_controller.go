@@ -101,7 +101,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			reterr = errors.Join(reterr, fmt.Errorf("failed to update status: %w", err))
 		}
 	}()
-	return r.reconcileNormal(ctx, hcp)
+	result, err := r.reconcileNormal(ctx, hcp)
+	if err != nil && isFenced(err) {
+		r.reportFenced(ctx, hcp.Namespace, err)
+	}
+	return result, err
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, hcp *hyperv1.HostedControlPlane) (ctrl.Result, error) {

@@ -12,8 +12,15 @@ var (
 		Name: "control_plane_operator_release_image_mismatch",
 		Help: "1 while the HostedControlPlane's release image differs from OPERATE_ON_RELEASE_IMAGE, so this control-plane-operator writes nothing.",
 	})
+
+	// fencedWrites counts reconciles whose writes the API server refused
+	// because this pod does not hold the Lease.
+	fencedWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "control_plane_operator_fenced_writes_total",
+		Help: "Reconciles whose writes the API server refused because this control-plane-operator pod does not hold the Lease.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(releaseMismatch)
+	metrics.Registry.MustRegister(releaseMismatch, fencedWrites)
 }

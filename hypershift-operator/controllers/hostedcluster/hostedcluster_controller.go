@@ -58,6 +58,9 @@ type Reconciler struct {
 	// TeardownTimeout bounds the wait for a CPO to finalize its
 	// HostedControlPlane; zero means DefaultTeardownTimeout.
 	TeardownTimeout time.Duration
+	// Fencing says whether the API server is to refuse writes by CPO pods
+	// that do not hold the Lease.
+	Fencing Fencing
 }
 
 // scope is what one reconcile of one HostedCluster works with.

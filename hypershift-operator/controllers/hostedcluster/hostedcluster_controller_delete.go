@@ -29,6 +29,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
 		return result, err
 	}
+	// The fencing binding goes with the HostedControlPlane: the namespace
+	// controller removes the Lease among everything else, and a binding
+	// without its param would refuse the rest of the namespace's deletion.
+	if err := r.deleteFencingBinding(ctx, s.namespace); err != nil {
+		return ctrl.Result{}, err
+	}
 	if done, result, err := r.deleteNamespace(ctx, s); !done || err != nil {
 		return result, err
 	}

@@ -123,9 +123,16 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		{apply, render.ControlPlaneOperatorRoleBinding(in)},
 		{apply, render.ControlPlaneOperatorDeployment(in)},
 	}
-	for _, step := range steps {
+	for i, step := range steps {
 		if _, err := step.applier.Apply(ctx, step.obj); err != nil {
 			return ctrl.Result{}, err
+		}
+		// Fence before the CPO can run: right after its RBAC, before its
+		// Deployment.
+		if i == len(steps)-2 {
+			if err := r.reconcileFencing(ctx, in); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	return ctrl.Result{}, r.applyPausedUntil(ctx, s)

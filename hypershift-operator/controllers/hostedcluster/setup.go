@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ServiceAccount{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.RoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&coordinationv1.Lease{},
 			handler.EnqueueRequestsFromMapFunc(r.clusterFromLease),
 			builder.WithPredicates(leadershipChanged)).
