@@ -11,26 +11,23 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 var binary string
 
 // TestMain builds the CLI, so exit codes and stderr are the real ones.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hypershift-cli-")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = testenv.BuildBinary("github.com/hypershift-le/hypershift/cmd/hypershift")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "hypershift")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: failed to build the CLI: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -58,6 +58,25 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+func TestRenderToFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "install.yaml")
+	cmd := newRenderCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--hypershift-image=quay.io/example/hypershift:v0.1.0", "--output-file=" + path})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("with --output-file, nothing goes to stdout; got %d bytes", out.Len())
+	}
+	written, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareText(t, "all.yaml", written)
+}
+
 func TestRenderRefusesBadFlags(t *testing.T) {
 	tests := []struct {
 		name string

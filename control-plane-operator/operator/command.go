@@ -1,21 +1,20 @@
 package operator
 
 import (
-	"flag"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/hypershift-le/hypershift/support/process"
 )
 
 // NewRunCommand returns `control-plane-operator run`.
 func NewRunCommand() *cobra.Command {
 	opts := DefaultOptions()
 	var kubeconfig string
-	zapOpts := zap.Options{}
+	var zapOpts *zap.Options
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the control-plane-operator of one hosted control plane",
@@ -29,17 +28,14 @@ controllers, waits for running reconciles, releases the Lease and exits 0.`,
     --leader-elect-retry-period=15s --leader-elect-resource-name=control-plane-operator-leader-elect`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			process.SetLogger(zapOpts)
 			log := ctrl.Log.WithName("control-plane-operator")
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			restConfig, err := ctrl.GetConfig()
-			if kubeconfig != "" {
-				restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-			}
+			restConfig, err := process.LoadConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("failed to load a kubeconfig: %w", err)
+				return err
 			}
 			ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
 			if err := Run(ctx, restConfig, opts); err != nil {
@@ -53,8 +49,6 @@ controllers, waits for running reconciles, releases the Lease and exits 0.`,
 	fs := cmd.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
 	opts.AddFlags(fs)
-	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
-	zapOpts.BindFlags(goFlags)
-	fs.AddGoFlagSet(goFlags)
+	zapOpts = process.LoggingFlags(fs)
 	return cmd
 }

@@ -18,22 +18,8 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
-
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 func getHCP(t *testing.T, cp *controlPlane) (*hyperv1.HostedControlPlane, error) {
 	hcp := &hyperv1.HostedControlPlane{}
@@ -70,7 +56,7 @@ func TestStatusAndTeardown(t *testing.T) {
 	awaitHolder(t, cp, 30*time.Second, "cpo-a")
 	awaitComponents(t, cp)
 
-	eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		hcp, err := getHCP(t, cp)
 		if err != nil {
 			return err
@@ -88,7 +74,7 @@ func TestStatusAndTeardown(t *testing.T) {
 	for _, name := range render.ComponentNames {
 		rollOut(t, cp, name)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		hcp, err := getHCP(t, cp)
 		if err != nil {
 			return err
@@ -111,7 +97,7 @@ func TestStatusAndTeardown(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), cp.hcp); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if _, err := getHCP(t, cp); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the HostedControlPlane is still there (%w)", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -42,20 +41,15 @@ const (
 // TestMain builds the control-plane-operator binary from this repository and
 // starts the test control plane with its audit log.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "control-plane-operator-bin-")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = testenv.BuildBinary("github.com/hypershift-le/hypershift/control-plane-operator")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "control-plane-operator")
-	build := exec.Command("go", "build", "-o", binary, "github.com/hypershift-le/hypershift/control-plane-operator")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: failed to build the control-plane-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		os.Exit(1)
 	}
 	code := testenv.Main(m, testenv.Options{AuditLog: true}, &env)
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -1,21 +1,18 @@
 package operator
 
 import (
-	"flag"
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/hypershift-le/hypershift/support/process"
 )
 
 // NewRunCommand returns `hypershift-operator run`.
 func NewRunCommand() *cobra.Command {
 	opts := DefaultOptions()
 	var kubeconfig string
-	zapOpts := zap.Options{}
+	var zapOpts *zap.Options
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the hypershift-operator",
@@ -31,11 +28,11 @@ hypershift-operator-leader-elect Lease reconciles; losing the Lease ends the pro
     --cpo-leader-elect-renew-deadline=20s --cpo-leader-elect-retry-period=5s`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			process.SetLogger(zapOpts)
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			restConfig, err := loadConfig(kubeconfig)
+			restConfig, err := process.LoadConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -46,24 +43,6 @@ hypershift-operator-leader-elect Lease reconciles; losing the Lease ends the pro
 	fs := cmd.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
 	opts.AddFlags(fs)
-	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
-	zapOpts.BindFlags(goFlags)
-	fs.AddGoFlagSet(goFlags)
+	zapOpts = process.LoggingFlags(fs)
 	return cmd
-}
-
-// loadConfig loads the kubeconfig at path, or the default one when empty.
-func loadConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
-			return nil, fmt.Errorf("failed to load a kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("failed to load kubeconfig %s: %w", path, err)
-	}
-	return cfg, nil
 }

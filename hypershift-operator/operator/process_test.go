@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -38,20 +38,15 @@ var (
 // TestMain builds the hypershift-operator binary from this repository and
 // starts the test control plane with its audit log.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hypershift-operator-bin-")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = testenv.BuildBinary("github.com/hypershift-le/hypershift/hypershift-operator")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "hypershift-operator")
-	build := exec.Command("go", "build", "-o", binary, "github.com/hypershift-le/hypershift/hypershift-operator")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: failed to build the hypershift-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		os.Exit(1)
 	}
 	code := testenv.Main(m, testenv.Options{AuditLog: true}, &env)
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -147,35 +142,20 @@ func holder(t *testing.T, namespace string) string {
 	return *lease.Spec.HolderIdentity
 }
 
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestTwoOperators runs two hypershift-operator processes: only the Lease
 // holder writes, as the audit log shows, the standby serves health, and a
 // graceful stop hands over.
 func TestTwoOperators(t *testing.T) {
 	hoNamespace := env.Namespace(t)
 	a := startProcess(t, hoNamespace, "ho-a", "hypershift-operator-a")
-	eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if h := holder(t, hoNamespace); h != a.pod {
 			return fmt.Errorf("holder %q, want %s", h, a.pod)
 		}
 		return nil
 	})
 	b := startProcess(t, hoNamespace, "ho-b", "hypershift-operator-b")
-	eventually(t, 30*time.Second, func() error { return healthy(b) })
+	testutil.Eventually(t, 30*time.Second, func() error { return healthy(b) })
 
 	// A HostedCluster for them to reconcile.
 	registry := releasetest.NewRegistry(t)
@@ -201,7 +181,7 @@ func TestTwoOperators(t *testing.T) {
 	}
 	controlPlane := hyperv1.ControlPlaneNamespace(ns, hc.Name)
 	deployment := client.ObjectKey{Namespace: controlPlane, Name: "control-plane-operator"}
-	eventually(t, 30*time.Second, func() error { return env.Client.Get(t.Context(), deployment, &appsv1.Deployment{}) })
+	testutil.Eventually(t, 30*time.Second, func() error { return env.Client.Get(t.Context(), deployment, &appsv1.Deployment{}) })
 
 	t.Run("only the holder writes", func(t *testing.T) {
 		if n := len(writes(t, a.user)); n == 0 {
@@ -225,7 +205,7 @@ func TestTwoOperators(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("the holder did not exit within 20s of SIGTERM")
 		}
-		eventually(t, 10*time.Second, func() error {
+		testutil.Eventually(t, 10*time.Second, func() error {
 			if h := holder(t, hoNamespace); h != b.pod {
 				return fmt.Errorf("holder %q, want %s", h, b.pod)
 			}
@@ -247,7 +227,7 @@ func TestTwoOperators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			d := &appsv1.Deployment{}
 			if err := env.Client.Get(t.Context(), deployment, d); err != nil {
 				return err

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -47,7 +49,7 @@ func testCreate(t *testing.T) {
 	createCluster(t, "demo", hyperv1.SingleReplica)
 	ns := controlPlaneNamespace("demo")
 	var pod string
-	eventually(t, time.Minute, func() error {
+	testutil.Eventually(t, time.Minute, func() error {
 		pods := cpoPods(t, ns)
 		if len(pods) != 1 || pods[0].Status.Phase != corev1.PodRunning {
 			return fmt.Errorf("CPO pods: %d", len(pods))
@@ -67,7 +69,7 @@ func testCreate(t *testing.T) {
 			t.Errorf("a CPO write came from pod %s, not %s: %v", w.pod, pod, w)
 		}
 	}
-	eventually(t, time.Minute, func() error {
+	testutil.Eventually(t, time.Minute, func() error {
 		hc := &hyperv1.HostedCluster{}
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: "demo"}, hc); err != nil {
 			return err
@@ -94,7 +96,7 @@ func upgrade(t *testing.T, name string) *podRecorder {
 	for _, version := range versions {
 		image := lc.Registry.Releases[version]
 		setRelease(t, name, image)
-		eventually(t, 2*time.Minute, func() error {
+		testutil.Eventually(t, 2*time.Minute, func() error {
 			h := holder(t, ns)
 			if h == "" || recorder.release(h) != image {
 				return fmt.Errorf("holder %q operates on %q, want %s", h, recorder.release(h), image)
@@ -183,7 +185,7 @@ func testFencing(t *testing.T) {
 	if err := lc.Env.Client.Create(t.Context(), rogue); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, func() error {
+	testutil.Eventually(t, time.Minute, func() error {
 		p := &corev1.Pod{}
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(rogue), p); err != nil {
 			return err
@@ -214,7 +216,7 @@ func testFencing(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, func() error {
+	testutil.Eventually(t, time.Minute, func() error {
 		return lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(etcd), &corev1.Service{})
 	})
 	time.Sleep(2 * time.Second)
@@ -238,6 +240,10 @@ func testFencing(t *testing.T) {
 		t.Fatal("the rogue pod made no write at all: the check proves nothing")
 	}
 	t.Logf("the API server refused %d writes by the rogue pod, accepted %d", refused, accepted)
+	logFile := lc.PodLogPath(ns, rogue.Name, "control-plane-operator")
+	if raw, err := os.ReadFile(logFile); err != nil || !strings.Contains(string(raw), "Write refused by the API server: this pod does not hold the Lease") || !strings.Contains(string(raw), holderPod) {
+		t.Errorf("the rogue pod's log does not report the refusal with the holder %s (%v)", holderPod, err)
+	}
 	if err := lc.Env.Client.Delete(t.Context(), rogue); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +263,7 @@ func testHighlyAvailable(t *testing.T) {
 	createCluster(t, "ha", hyperv1.HighlyAvailable)
 	ns := controlPlaneNamespace("ha")
 	var leader string
-	eventually(t, time.Minute, func() error {
+	testutil.Eventually(t, time.Minute, func() error {
 		running := 0
 		for _, p := range cpoPods(t, ns) {
 			if p.Status.Phase == corev1.PodRunning {
@@ -283,7 +289,7 @@ func testHighlyAvailable(t *testing.T) {
 	// new process has the same pod name, so it may take its own Lease back
 	// before the standby's wait runs out. Either way a live process must
 	// hold a renewed Lease within LeaseDuration + RetryPeriod.
-	eventually(t, leaseDuration+retryPeriod+margin, func() error {
+	testutil.Eventually(t, leaseDuration+retryPeriod+margin, func() error {
 		lease := &coordinationv1.Lease{}
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
 			return err
@@ -309,7 +315,7 @@ func testHighlyAvailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	eventually(t, leaseDuration+retryPeriod+margin, func() error {
+	testutil.Eventually(t, leaseDuration+retryPeriod+margin, func() error {
 		if h := holder(t, ns); h == leader || h == "" {
 			return fmt.Errorf("holder %q", h)
 		}

@@ -125,21 +125,6 @@ func cpoPods(t *testing.T, ns string) []corev1.Pod {
 	return list.Items
 }
 
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %s: %v", timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // setRelease changes the HostedCluster's release image.
 func setRelease(t *testing.T, name, image string) {
 	t.Helper()

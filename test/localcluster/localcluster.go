@@ -199,3 +199,8 @@ func standinArgs(pod *corev1.Pod, container *corev1.Container, command, args []s
 	out = append(out, command...)
 	return append(out, args...)
 }
+
+// PodLogPath is the file the node agent writes a container's output to.
+func (c *Cluster) PodLogPath(namespace, pod, container string) string {
+	return filepath.Join(c.opts.StateDir, "node", "logs", namespace+"_"+pod+"_"+container+".log")
+}

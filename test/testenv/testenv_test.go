@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 var env *Env
@@ -44,9 +46,10 @@ func TestAddUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := alice.List(t.Context(), list, client.InNamespace(ns)); err != nil {
-		t.Fatalf("when a RoleBinding grants the group, listing should succeed, got %v", err)
-	}
+	// The authorizer learns of new bindings through its informers: poll.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		return alice.List(t.Context(), list, client.InNamespace(ns))
+	})
 }
 
 func TestAuditEvents(t *testing.T) {

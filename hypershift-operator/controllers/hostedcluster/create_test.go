@@ -17,6 +17,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 const converge = 30 * time.Second
@@ -32,7 +33,7 @@ func TestCreate(t *testing.T) {
 	clusterKey := c.hc.Namespace + "/" + c.hc.Name
 
 	t.Run("the control-plane namespace is labelled, restricted and linked", func(t *testing.T) {
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			got := &corev1.Namespace{}
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, got); err != nil {
 				return err
@@ -55,7 +56,7 @@ func TestCreate(t *testing.T) {
 	})
 
 	t.Run("the HostedControlPlane carries the spec and the resolved release", func(t *testing.T) {
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			hcp := &hyperv1.HostedControlPlane{}
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: c.hc.Name}, hcp); err != nil {
 				return err
@@ -77,7 +78,7 @@ func TestCreate(t *testing.T) {
 	})
 
 	t.Run("the pull secret is copied next to the CPO", func(t *testing.T) {
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			secret := &corev1.Secret{}
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "pull-secret"}, secret); err != nil {
 				return err
@@ -90,7 +91,7 @@ func TestCreate(t *testing.T) {
 	})
 
 	t.Run("the CPO ServiceAccount, Role with leases, and RoleBinding exist", func(t *testing.T) {
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "control-plane-operator"}, &corev1.ServiceAccount{}); err != nil {
 				return err
 			}
@@ -120,7 +121,7 @@ func TestCreate(t *testing.T) {
 	})
 
 	t.Run("the CPO Deployment runs the payload's image with election and Recreate", func(t *testing.T) {
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			d := &appsv1.Deployment{}
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "control-plane-operator"}, d); err != nil {
 				return err
@@ -130,7 +131,7 @@ func TestCreate(t *testing.T) {
 	})
 
 	t.Run("status says the release is valid and the rollout is under way", func(t *testing.T) {
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			hc := c.get(t)
 			if !slices.Contains(hc.Finalizers, hyperv1.Finalizer) {
 				return fmt.Errorf("finalizers %v", hc.Finalizers)
@@ -167,7 +168,7 @@ func TestControlPlaneOperatorImageOverride(t *testing.T) {
 	c := newCluster(t, "4.17.0", func(hc *hyperv1.HostedCluster) {
 		hc.Annotations = map[string]string{hyperv1.ControlPlaneOperatorImageAnnotation: override}
 	})
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {
 			return err
@@ -217,7 +218,7 @@ func checkCondition(hc *hyperv1.HostedCluster, conditionType string, status meta
 func TestInvalidElectionTimings(t *testing.T) {
 	startOperator(t, func(r *hostedcluster.Reconciler) { r.Election.RenewDeadline = r.Election.LeaseDuration })
 	c := newCluster(t, "4.17.0", nil)
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidConfiguration)
 		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "must be greater than the renew deadline") {
 			return fmt.Errorf("ValidConfiguration = %+v", cond)

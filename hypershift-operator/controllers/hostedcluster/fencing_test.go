@@ -11,6 +11,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // TestFencingLifecycle checks the HO binds the fencing policy to a new
@@ -19,7 +20,7 @@ func TestFencingLifecycle(t *testing.T) {
 	startOperator(t, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
 	c := newCluster(t, "4.17.0", nil)
 	bindingKey := client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingPolicyName}, &admissionregistrationv1.ValidatingAdmissionPolicy{}); err != nil {
 			return err
 		}
@@ -46,7 +47,7 @@ func TestFencingLifecycle(t *testing.T) {
 func TestFencingDisabled(t *testing.T) {
 	startOperator(t, nil)
 	c := newCluster(t, "4.17.0", nil)
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		return checkCondition(c.get(t), hostedcluster.LeaderFencing, metav1.ConditionFalse)
 	})
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {

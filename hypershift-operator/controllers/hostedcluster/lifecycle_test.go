@@ -18,13 +18,14 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // reportReady writes the HostedControlPlane status a CPO writes once the
 // release runs.
 func reportReady(t *testing.T, c *cluster, version string) {
 	t.Helper()
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		hcp := &hyperv1.HostedControlPlane{}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp); err != nil {
 			return err
@@ -45,7 +46,7 @@ func TestUpgrade(t *testing.T) {
 	startOperator(t, nil)
 	c := newCluster(t, "4.17.0", nil)
 	reportReady(t, c, "4.17.0")
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		hc := c.get(t)
 		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionTrue); err != nil {
 			return err
@@ -61,7 +62,7 @@ func TestUpgrade(t *testing.T) {
 
 	next := c.pushRelease(t, "4.17.1")
 	c.update(t, func(hc *hyperv1.HostedCluster) { hc.Spec.Release.Image = next })
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {
 			return err
@@ -88,7 +89,7 @@ func TestUpgrade(t *testing.T) {
 	})
 
 	reportReady(t, c, "4.17.1")
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		hc := c.get(t)
 		if h := hc.Status.Version.History; len(h) != 2 || h[0].State != configv1.CompletedUpdate {
 			return fmt.Errorf("history %+v", h)
@@ -113,7 +114,7 @@ func TestDelete(t *testing.T) {
 		if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hcp), hcp); err != nil {
 				return err
 			}
@@ -151,7 +152,7 @@ func TestDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitGone(t, c)
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			list := &eventsv1.EventList{}
 			if err := env.Client.List(t.Context(), list, client.InNamespace(c.hc.Namespace)); err != nil {
 				return err
@@ -169,10 +170,10 @@ func TestDelete(t *testing.T) {
 func awaitControlPlane(t *testing.T, c *cluster) *hyperv1.HostedControlPlane {
 	t.Helper()
 	hcp := &hyperv1.HostedControlPlane{}
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		return env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp)
 	})
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		if !slices.Contains(c.get(t).Finalizers, hyperv1.Finalizer) {
 			return errors.New("no finalizer yet")
 		}
@@ -184,7 +185,7 @@ func awaitControlPlane(t *testing.T, c *cluster) *hyperv1.HostedControlPlane {
 // awaitGone waits for the namespace and then the HostedCluster to go.
 func awaitGone(t *testing.T, c *cluster) {
 	t.Helper()
-	eventually(t, 2*converge, func() error {
+	testutil.Eventually(t, 2*converge, func() error {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: c.controlPlaneNamespace()}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the control-plane namespace is still there (%w)", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // TestPause checks spec.pausedUntil: it freezes the control plane, reaches
@@ -51,7 +52,7 @@ func TestPause(t *testing.T) {
 
 	t.Run("when paused with true, nothing rolls out and the HostedControlPlane is paused too", func(t *testing.T) {
 		setPause(t, ptr.To("true"), next)
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ReconciliationActive)
 			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ReconciliationPaused" {
 				return fmt.Errorf("ReconciliationActive = %+v", cond)
@@ -71,14 +72,14 @@ func TestPause(t *testing.T) {
 	t.Run("when the pause date passes, reconciliation resumes without a restart", func(t *testing.T) {
 		until := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339)
 		setPause(t, ptr.To(until), next)
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ReconciliationActive)
 			if cond == nil || !strings.Contains(cond.Message, until) {
 				return fmt.Errorf("ReconciliationActive = %+v, want the date %s", cond, until)
 			}
 			return nil
 		})
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			if got, err := operateOn(); err != nil || got != next {
 				return fmt.Errorf("OPERATE_ON_RELEASE_IMAGE = %s (%w), want %s", got, err, next)
 			}
@@ -88,7 +89,7 @@ func TestPause(t *testing.T) {
 
 	t.Run("when pausedUntil is removed, the HostedControlPlane loses it too", func(t *testing.T) {
 		setPause(t, nil, next)
-		eventually(t, converge, func() error {
+		testutil.Eventually(t, converge, func() error {
 			if paused, err := hcpPausedUntil(); err != nil || paused != nil {
 				return fmt.Errorf("HostedControlPlane pausedUntil = %v (%w)", paused, err)
 			}

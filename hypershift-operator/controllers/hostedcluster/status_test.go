@@ -17,6 +17,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // standInCPO returns a client authenticated as the control-plane-operator's
@@ -40,7 +41,7 @@ func TestLeaderStatus(t *testing.T) {
 	ho := startOperator(t, nil)
 	c := newCluster(t, "4.17.0", nil)
 	awaitControlPlane(t, c)
-	eventually(t, converge, func() error { // the Role must exist before the stand-in CPO acts
+	testutil.Eventually(t, converge, func() error { // the Role must exist before the stand-in CPO acts
 		return env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, &appsv1.Deployment{})
 	})
 	cpo := standInCPO(t, c)
@@ -55,7 +56,7 @@ func TestLeaderStatus(t *testing.T) {
 			LeaseTransitions:     ptr.To[int32](0),
 		},
 	}
-	eventually(t, converge, func() error { return cpo.Create(t.Context(), lease) })
+	testutil.Eventually(t, converge, func() error { return cpo.Create(t.Context(), lease) })
 	awaitLeader(t, c, "control-plane-operator-6d9f7-abcde", 0)
 
 	t.Run("when the holder only renews, the HostedCluster is not written", func(t *testing.T) {
@@ -87,7 +88,7 @@ func TestLeaderStatus(t *testing.T) {
 
 func awaitLeader(t *testing.T, c *cluster, holder string, transitions int32) {
 	t.Helper()
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		got := c.get(t).Status.ControlPlaneOperator
 		if got == nil || got.HolderIdentity != holder || got.LeaseTransitions != transitions {
 			return fmt.Errorf("status.controlPlaneOperator = %+v, want holder %s with %d transitions", got, holder, transitions)
@@ -102,7 +103,7 @@ func TestIdempotence(t *testing.T) {
 	ho := startOperator(t, nil)
 	c := newCluster(t, "4.17.0", nil)
 	reportReady(t, c, "4.17.0")
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue)
 	})
 	time.Sleep(2 * time.Second) // converge: caches catch up with the last writes
@@ -159,7 +160,7 @@ func TestBadReleaseImage(t *testing.T) {
 	empty := releasetest.NewRegistry(t, counting)
 
 	c.update(t, func(hc *hyperv1.HostedCluster) { hc.Spec.Release.Image = empty.Host() + "/ocp-release:does-not-exist" })
-	eventually(t, converge, func() error {
+	testutil.Eventually(t, converge, func() error {
 		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidReleaseImage)
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ReleaseImageNotFound" {
 			return fmt.Errorf("ValidReleaseImage = %+v", cond)

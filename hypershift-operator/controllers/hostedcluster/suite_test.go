@@ -230,23 +230,6 @@ func forget(hc *hyperv1.HostedCluster) {
 	}
 }
 
-// eventually polls check until it returns nil, and fails with its last
-// error after timeout.
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = check(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // writesBy returns the write requests user made, after since, that touch
 // namespace or the HostedCluster's control-plane namespace.
 func writesBy(t *testing.T, user string, since time.Time, namespaces ...string) []auditv1.Event {

@@ -1,0 +1,48 @@
+// Package process holds what the project's operator binaries share when
+// they start: controller-runtime's zap logging flags (JSON by default) and
+// loading the kubeconfig.
+package process
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// LoggingFlags registers controller-runtime's zap flags (--zap-devel,
+// --zap-log-level, ...) on fs and returns the options they fill.
+func LoggingFlags(fs *pflag.FlagSet) *zap.Options {
+	opts := &zap.Options{}
+	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	opts.BindFlags(goFlags)
+	fs.AddGoFlagSet(goFlags)
+	return opts
+}
+
+// SetLogger installs the logger the flags describe: structured JSON unless
+// --zap-devel.
+func SetLogger(opts *zap.Options) {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(opts)))
+}
+
+// LoadConfig loads the kubeconfig at path, or, when path is empty,
+// $KUBECONFIG, the in-cluster config, then ~/.kube/config.
+func LoadConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("failed to load a kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
