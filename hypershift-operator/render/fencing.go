@@ -47,7 +47,7 @@ const (
 	// FencingPolicyName names the cluster-scoped policy.
 	FencingPolicyName = "control-plane-operator-fencing.hypershift.openshift.io"
 	// FencingMessageMarker starts every denial's message.
-	FencingMessageMarker = "fenced: control-plane-operator pod"
+	FencingMessageMarker = hyperv1.FencingDenialPrefix
 	podNameExtra         = "authentication.kubernetes.io/pod-name"
 )
 

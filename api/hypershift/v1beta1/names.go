@@ -34,6 +34,12 @@ const (
 
 	// MaxNamespaceLength is the longest namespace name Kubernetes accepts.
 	MaxNamespaceLength = 63
+
+	// FencingDenialPrefix starts the message of every write the API server
+	// refuses because the writing control-plane-operator pod does not hold
+	// the Lease: the hypershift-operator's policy writes it, the
+	// control-plane-operator recognizes it.
+	FencingDenialPrefix = "fenced: control-plane-operator pod"
 )
 
 // Condition types of HostedCluster and HostedControlPlane status.

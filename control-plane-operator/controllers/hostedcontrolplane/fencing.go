@@ -11,13 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 )
 
 // isFenced tells a write the API server refused because this pod does not
-// hold the Lease (see render.FencingPolicy).
+// hold the Lease (the policy the hypershift-operator binds).
 func isFenced(err error) bool {
-	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), render.FencingMessageMarker)
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), hyperv1.FencingDenialPrefix)
 }
 
 // reportFenced counts a fenced reconcile and logs it once, with the holder
