@@ -70,6 +70,9 @@ type scope struct {
 	// namespace is the control-plane namespace.
 	namespace string
 	release   *releaseinfo.ReleaseImage
+	// pullSecret is the .dockerconfigjson of the HostedCluster's pull
+	// secret, read once per reconcile.
+	pullSecret []byte
 }
 
 // Reconcile brings the world in line with one HostedCluster.

@@ -42,6 +42,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	setCondition(hc, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
 	s.release = release
+	s.pullSecret = pullSecret
 	return ctrl.Result{}, nil
 }
 
@@ -105,10 +106,6 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	}
 	setCondition(s.hc, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
 
-	pullSecret, err := r.pullSecret(ctx, s.hc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	apply := r.applier()
 	secrets := upsert.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: FieldOwner}
 	steps := []struct {
@@ -116,24 +113,23 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		obj     client.Object
 	}{
 		{apply, render.Namespace(in)},
-		{secrets, render.PullSecret(in, pullSecret)},
+		{secrets, render.PullSecret(in, s.pullSecret)},
 		{apply, render.HostedControlPlane(in)},
 		{apply, render.ControlPlaneOperatorServiceAccount(in)},
 		{apply, render.ControlPlaneOperatorRole(in)},
 		{apply, render.ControlPlaneOperatorRoleBinding(in)},
-		{apply, render.ControlPlaneOperatorDeployment(in)},
 	}
-	for i, step := range steps {
+	for _, step := range steps {
 		if _, err := step.applier.Apply(ctx, step.obj); err != nil {
 			return ctrl.Result{}, err
 		}
-		// Fence before the CPO can run: right after its RBAC, before its
-		// Deployment.
-		if i == len(steps)-2 {
-			if err := r.reconcileFencing(ctx, in); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
+	}
+	// Fence before the CPO can run: after its RBAC, before its Deployment.
+	if err := r.reconcileFencing(ctx, in); err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, err := apply.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.applyPausedUntil(ctx, s)
 }
