@@ -20,6 +20,7 @@ import (
 	"github.com/hypershift-le/hypershift/api/crds"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/podspec"
 )
 
 const (
@@ -171,12 +172,6 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
 	}
-	probe := func(path string, delay int32) *corev1.Probe {
-		return &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health"), Scheme: corev1.URISchemeHTTP}},
-			InitialDelaySeconds: delay, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3, SuccessThreshold: 1,
-		}
-	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: meta,
@@ -188,10 +183,7 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            name,
 					TerminationGracePeriodSeconds: ptr.To(int64((le.RenewDeadline + 20*time.Second).Seconds())),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:               podspec.RestrictedPodSecurityContext(),
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 							Weight: 100,
@@ -214,19 +206,13 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 							{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
 							{Name: "health", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
 						},
-						LivenessProbe:  probe("/healthz", 15),
-						ReadinessProbe: probe("/readyz", 5),
+						LivenessProbe:  podspec.HTTPProbe("/healthz", "health", corev1.URISchemeHTTP, 15, 10, 3),
+						ReadinessProbe: podspec.HTTPProbe("/readyz", "health", corev1.URISchemeHTTP, 5, 10, 3),
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU:    resource.MustParse("10m"),
 							corev1.ResourceMemory: resource.MustParse("128Mi"),
 						}},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							RunAsNonRoot:             ptr.To(true),
-							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-						},
+						SecurityContext:          podspec.RestrictedContainerSecurityContext(),
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 				},

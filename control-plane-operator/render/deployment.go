@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/hypershift-le/hypershift/support/podspec"
 )
 
 // Ports the components listen on.
@@ -117,29 +119,20 @@ func deployment(in Inputs, component, image string) *appsv1.Deployment {
 		Args:            args(hcp, component),
 		Env:             []corev1.EnvVar{{Name: HostedControlPlaneEnv, Value: hcp.Name}},
 		Ports:           l.ports,
-		LivenessProbe:   probe(l.liveness, l.probePort, l.probeScheme, 30, 5),
-		ReadinessProbe:  probe(l.readiness, l.probePort, l.probeScheme, 5, 3),
+		LivenessProbe:   podspec.HTTPProbe(l.liveness, l.probePort, l.probeScheme, 30, 10, 5),
+		ReadinessProbe:  podspec.HTTPProbe(l.readiness, l.probePort, l.probeScheme, 5, 10, 3),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(l.cpu),
 			corev1.ResourceMemory: resource.MustParse(l.memory),
 		}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsNonRoot:             ptr.To(true),
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext:          podspec.RestrictedContainerSecurityContext(),
 		VolumeMounts:             []corev1.VolumeMount{{Name: l.volume, MountPath: l.mountPath}},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	pod := corev1.PodSpec{
 		AutomountServiceAccountToken: ptr.To(false),
-		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:   ptr.To(true),
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-		Containers: []corev1.Container{container},
+		SecurityContext:              podspec.RestrictedPodSecurityContext(),
+		Containers:                   []corev1.Container{container},
 		Volumes: []corev1.Volume{{
 			Name:         l.volume,
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
@@ -165,17 +158,4 @@ func deployment(in Inputs, component, image string) *appsv1.Deployment {
 
 func tcpPort(name string, port int32) corev1.ContainerPort {
 	return corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}
-}
-
-func probe(path, port string, scheme corev1.URIScheme, initialDelay, failures int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString(port), Scheme: scheme,
-		}},
-		InitialDelaySeconds: initialDelay,
-		PeriodSeconds:       10,
-		TimeoutSeconds:      5,
-		FailureThreshold:    failures,
-		SuccessThreshold:    1,
-	}
 }

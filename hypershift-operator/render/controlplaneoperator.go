@@ -14,6 +14,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/support/podspec"
 )
 
 const (
@@ -107,19 +108,13 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
 			{Name: "health", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP},
 		},
-		LivenessProbe:  httpProbe("/healthz", 30, 10, 3),
-		ReadinessProbe: httpProbe("/readyz", 5, 10, 3),
+		LivenessProbe:  podspec.HTTPProbe("/healthz", "health", corev1.URISchemeHTTP, 30, 10, 3),
+		ReadinessProbe: podspec.HTTPProbe("/readyz", "health", corev1.URISchemeHTTP, 5, 10, 3),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10m"),
 			corev1.ResourceMemory: resource.MustParse("64Mi"),
 		}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsNonRoot:             ptr.To(true),
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext:          podspec.RestrictedContainerSecurityContext(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
@@ -143,26 +138,10 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 					AutomountServiceAccountToken:  ptr.To(true),
 					ImagePullSecrets:              []corev1.LocalObjectReference{{Name: rbac.PullSecretName}},
 					TerminationGracePeriodSeconds: ptr.To(grace),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{container},
+					SecurityContext:               podspec.RestrictedPodSecurityContext(),
+					Containers:                    []corev1.Container{container},
 				},
 			},
 		},
-	}
-}
-
-func httpProbe(path string, initialDelay, period, failures int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString("health"), Scheme: corev1.URISchemeHTTP,
-		}},
-		InitialDelaySeconds: initialDelay,
-		PeriodSeconds:       period,
-		TimeoutSeconds:      5,
-		FailureThreshold:    failures,
-		SuccessThreshold:    1,
 	}
 }

@@ -1,0 +1,46 @@
+// Package podspec holds the pieces of pod templates every renderer of the
+// project shares: the Pod Security "restricted" security contexts and HTTP
+// probes, so a hardening change is made once.
+package podspec
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// RestrictedPodSecurityContext is the pod-level part of Pod Security
+// "restricted": non-root, RuntimeDefault seccomp.
+func RestrictedPodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// RestrictedContainerSecurityContext is the container-level part: no
+// privilege escalation, no capabilities, a read-only root filesystem.
+func RestrictedContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// HTTPProbe gets path on the named port with scheme, every period seconds
+// after initialDelay, failing after failures misses (5s timeout each).
+func HTTPProbe(path, port string, scheme corev1.URIScheme, initialDelay, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString(port), Scheme: scheme,
+		}},
+		InitialDelaySeconds: initialDelay,
+		PeriodSeconds:       period,
+		TimeoutSeconds:      5,
+		FailureThreshold:    failures,
+		SuccessThreshold:    1,
+	}
+}
