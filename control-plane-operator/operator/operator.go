@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,6 +27,7 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/process"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -120,41 +120,25 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := hyperv1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("failed to build the scheme: %w", err)
 	}
-	identity, err := leaderelection.Identity()
-	if err != nil {
-		return err
-	}
-	lock, err := leaderelection.NewLeaseLock(restConfig, o.Namespace, o.LeaderElectResourceName, identity, o.Election)
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme: scheme,
 		// The CPO sees only its own namespace.
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
 		// The pull secret is read by name: the Role grants no list or watch.
-		Client:                              client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		LeaderElection:                      o.LeaderElect,
-		LeaderElectionID:                    o.LeaderElectResourceName,
-		LeaderElectionNamespace:             o.Namespace,
-		LeaderElectionResourceLockInterface: lock,
-		LeaderElectionReleaseOnCancel:       true,
-		LeaseDuration:                       &o.Election.LeaseDuration,
-		RenewDeadline:                       &o.Election.RenewDeadline,
-		RetryPeriod:                         &o.Election.RetryPeriod,
-		Metrics:                             metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress:              o.HealthProbeBindAddress,
-	})
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress: o.HealthProbeBindAddress,
+	}
+	identity, err := leaderelection.ConfigureManager(&opts, restConfig, o.LeaderElect, o.Namespace, o.LeaderElectResourceName, o.Election)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
-	// Readiness must not depend on leadership, or a rollout waiting for a
-	// ready standby could never finish.
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("failed to add the health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("failed to add the readiness check: %w", err)
+	if err := process.AddProbes(mgr); err != nil {
+		return err
 	}
 	log := ctrl.LoggerFrom(ctx)
 	if err := mgr.Add(leaderRunnable{log: log.Info, identity: identity}); err != nil {

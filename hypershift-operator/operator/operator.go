@@ -14,13 +14,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/process"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -124,40 +124,23 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to build the scheme: %w", err)
 	}
-	// The Lease names the pod; the lock's requests time out below the
-	// renew deadline, so a hung request cannot outlast it.
-	identity, err := leaderelection.Identity()
+	opts := ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  hostedcluster.CacheOptions(),
+		Client:                 hostedcluster.ClientOptions(),
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress: o.HealthProbeBindAddress,
+	}
+	identity, err := leaderelection.ConfigureManager(&opts, restConfig, o.LeaderElect, o.Namespace, hyperv1.HypershiftOperatorLeaseName, o.Election)
 	if err != nil {
 		return err
 	}
-	lock, err := leaderelection.NewLeaseLock(restConfig, o.Namespace, hyperv1.HypershiftOperatorLeaseName, identity, o.Election)
-	if err != nil {
-		return err
-	}
-
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                              scheme,
-		Cache:                               hostedcluster.CacheOptions(),
-		Client:                              hostedcluster.ClientOptions(),
-		LeaderElection:                      o.LeaderElect,
-		LeaderElectionID:                    hyperv1.HypershiftOperatorLeaseName,
-		LeaderElectionNamespace:             o.Namespace,
-		LeaderElectionResourceLockInterface: lock,
-		LeaderElectionReleaseOnCancel:       true,
-		LeaseDuration:                       &o.Election.LeaseDuration,
-		RenewDeadline:                       &o.Election.RenewDeadline,
-		RetryPeriod:                         &o.Election.RetryPeriod,
-		Metrics:                             metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress:              o.HealthProbeBindAddress,
-	})
+	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("failed to add the health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("failed to add the readiness check: %w", err)
+	if err := process.AddProbes(mgr); err != nil {
+		return err
 	}
 
 	fencing, err := detectFencing(restConfig, o.EnableFencing)

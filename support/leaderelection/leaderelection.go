@@ -12,6 +12,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hypershift-le/hypershift/support/config"
 )
@@ -50,4 +51,28 @@ func NewLeaseLock(restConfig *rest.Config, namespace, name, identity string, le 
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, coreClient, coordinationClient,
 		resourcelock.ResourceLockConfig{Identity: identity})
+}
+
+// ConfigureManager sets the election options of a controller-runtime
+// manager: when enabled, a Lease lock namespace/name held as Identity(),
+// released on cancel once the manager's leader-only runnables stopped, with
+// le's timings. It returns the identity.
+func ConfigureManager(opts *ctrl.Options, restConfig *rest.Config, enabled bool, namespace, name string, le config.LeaderElection) (string, error) {
+	identity, err := Identity()
+	if err != nil {
+		return "", err
+	}
+	lock, err := NewLeaseLock(restConfig, namespace, name, identity, le)
+	if err != nil {
+		return "", err
+	}
+	opts.LeaderElection = enabled
+	opts.LeaderElectionID = name
+	opts.LeaderElectionNamespace = namespace
+	opts.LeaderElectionResourceLockInterface = lock
+	opts.LeaderElectionReleaseOnCancel = true
+	opts.LeaseDuration = &le.LeaseDuration
+	opts.RenewDeadline = &le.RenewDeadline
+	opts.RetryPeriod = &le.RetryPeriod
+	return identity, nil
 }

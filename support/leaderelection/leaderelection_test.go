@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hypershift-le/hypershift/support/config"
 )
@@ -35,5 +36,23 @@ func TestNewLeaseLock(t *testing.T) {
 	}
 	if lock.Identity() != "me" || !strings.Contains(lock.Describe(), "ns/name") {
 		t.Fatalf("lock %s held as %s", lock.Describe(), lock.Identity())
+	}
+}
+
+func TestConfigureManager(t *testing.T) {
+	t.Setenv(PodNameEnv, "cpo-a")
+	le := config.LeaderElection{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 15 * time.Second}
+	opts := ctrl.Options{}
+	identity, err := ConfigureManager(&opts, &rest.Config{Host: "https://127.0.0.1:1"}, true, "ns", "lease", le)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case identity != "cpo-a" || opts.LeaderElectionResourceLockInterface.Identity() != "cpo-a":
+		t.Errorf("identity %q, lock held as %q", identity, opts.LeaderElectionResourceLockInterface.Identity())
+	case !opts.LeaderElection || !opts.LeaderElectionReleaseOnCancel:
+		t.Errorf("election %v, release on cancel %v", opts.LeaderElection, opts.LeaderElectionReleaseOnCancel)
+	case *opts.LeaseDuration != le.LeaseDuration || *opts.RenewDeadline != le.RenewDeadline || *opts.RetryPeriod != le.RetryPeriod:
+		t.Errorf("timings %s/%s/%s", *opts.LeaseDuration, *opts.RenewDeadline, *opts.RetryPeriod)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -45,4 +46,17 @@ func LoadConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("failed to load kubeconfig %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// AddProbes serves /healthz and /readyz on every replica. Neither depends
+// on leadership: a rollout that waited for a ready standby could otherwise
+// never finish.
+func AddProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("failed to add the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("failed to add the readiness check: %w", err)
+	}
+	return nil
 }
