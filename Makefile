@@ -103,6 +103,16 @@ test: build testbin localbin ## Run every test, end-to-end ones included, agains
 e2e: build testbin localbin ## Run only the end-to-end tests on the local cluster.
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
+##@ Benchmarks
+
+.PHONY: bench-election
+bench-election: testbin ## Measure Lease traffic, handover and takeover of our elector against client-go with three anchor timings; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/election
+
+.PHONY: bench-scale
+bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-operator, and 1,000 electors, on one API server; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale
+
 .PHONY: clean
 clean: ## Remove bin/ and the test cache.
 	rm -rf $(BIN)
