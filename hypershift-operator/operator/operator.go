@@ -131,13 +131,15 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
-	identity, err := leaderelection.ConfigureManager(&opts, restConfig, o.LeaderElect, o.Namespace, hyperv1.HypershiftOperatorLeaseName, o.Election)
+	mgr, elector, err := leaderelection.NewManager(restConfig, opts, leaderelection.Election{
+		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Election,
+	}, ctrl.LoggerFrom(ctx))
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(restConfig, opts)
-	if err != nil {
-		return fmt.Errorf("failed to create the manager: %w", err)
+	identity := ""
+	if elector != nil {
+		identity = elector.Identity()
 	}
 	if err := process.AddProbes(mgr); err != nil {
 		return err

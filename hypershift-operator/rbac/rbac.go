@@ -22,13 +22,13 @@ var (
 
 // ControlPlaneOperatorRules are the permissions of a control-plane-operator in
 // its control-plane namespace: its Lease (create cannot be limited by name;
-// get and update are), the Deployments and Services of the hosted control
+// get, update, and list and watch with a metadata.name field selector are), the Deployments and Services of the hosted control
 // plane, its HostedControlPlane and that object's status and finalizers,
 // events, and the pull secret the HO copies next to it.
 func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: readWrite},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
@@ -79,7 +79,7 @@ func ClusterRole() *rbacv1.ClusterRole {
 func LeaderElectionRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{hyperv1.HypershiftOperatorLeaseName}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.HypershiftOperatorLeaseName}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }

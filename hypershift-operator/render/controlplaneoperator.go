@@ -82,17 +82,12 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 	le := in.Election
 	labels := map[string]string{appLabel: hyperv1.ControlPlaneOperatorName}
 	grace := int64((le.RenewDeadline + releaseGrace).Seconds())
-	args := []string{
-		"run",
-		"--namespace=$(MY_NAMESPACE)",
-		"--leader-elect=true",
-		"--leader-elect-lease-duration=" + le.LeaseDuration.String(),
-		"--leader-elect-renew-deadline=" + le.RenewDeadline.String(),
-		"--leader-elect-retry-period=" + le.RetryPeriod.String(),
-		"--leader-elect-resource-name=" + hyperv1.ControlPlaneOperatorLeaseName,
+	args := append([]string{"run", "--namespace=$(MY_NAMESPACE)", "--leader-elect=true"}, le.Args("")...)
+	args = append(args,
+		"--leader-elect-resource-name="+hyperv1.ControlPlaneOperatorLeaseName,
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
-	}
+	)
 	container := corev1.Container{
 		Name:            hyperv1.ControlPlaneOperatorName,
 		Image:           in.ControlPlaneOperatorImage,

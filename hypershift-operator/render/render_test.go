@@ -96,7 +96,7 @@ func TestControlPlaneOperatorDeployment(t *testing.T) {
 				t.Errorf("strategy = %q, want Recreate", d.Spec.Strategy.Type)
 			}
 			args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
-			for _, want := range []string{"--leader-elect=true", "--leader-elect-lease-duration=1m0s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=15s", "--leader-elect-resource-name=control-plane-operator-leader-elect"} {
+			for _, want := range []string{"--leader-elect=true", "--leader-elect-lease-duration=1m0s", "--leader-elect-renew-deadline=45s", "--leader-elect-retry-period=2s", "--leader-elect-renew-interval=30s", "--leader-elect-resource-name=control-plane-operator-leader-elect"} {
 				if !strings.Contains(args, want) {
 					t.Errorf("args %q lack %q", args, want)
 				}
@@ -115,7 +115,7 @@ func TestInputsValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "when everything is set, it is valid", mutate: func(*Inputs) {}},
-		{name: "when the timings break the invariant, rendering is refused", mutate: func(in *Inputs) { in.Election.RenewDeadline = in.Election.LeaseDuration }, wantErr: "refusing to render the control-plane-operator: leader election lease duration (1m0s) must be greater than the renew deadline (1m0s)"},
+		{name: "when the timings break the invariant, rendering is refused", mutate: func(in *Inputs) { in.Election.RenewDeadline = in.Election.LeaseDuration }, wantErr: "refusing to render the control-plane-operator: leader election lease duration (1m0s) must exceed the renew deadline (1m0s) by at least 6s"},
 		{name: "when no CPO image is known, rendering is refused", mutate: func(in *Inputs) { in.ControlPlaneOperatorImage = "" }, wantErr: "no control-plane-operator image"},
 		{name: "when no release image is known, rendering is refused", mutate: func(in *Inputs) { in.ReleaseImage = "" }, wantErr: "no release image"},
 	}

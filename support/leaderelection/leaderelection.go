@@ -1,18 +1,20 @@
-// Package leaderelection builds the Lease locks the project's operators elect
-// with: a coordination.k8s.io/v1 Lease only, an identity that names the pod,
-// and a lock client whose requests time out below the renew deadline.
 package leaderelection
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/hypershift-le/hypershift/support/config"
 )
@@ -35,44 +37,158 @@ func Identity() (string, error) {
 	return host + "_" + string(uuid.NewUUID()), nil
 }
 
-// NewLeaseLock returns a Lease lock for namespace/name held as identity. Its
-// client's requests time out at le.RequestTimeout(), below the renew deadline.
-func NewLeaseLock(restConfig *rest.Config, namespace, name, identity string, le config.LeaderElection) (resourcelock.Interface, error) {
+// NewClient returns the elector's own Lease client: its own rate limit, so
+// that the controllers' requests never delay a renewal, and a user agent
+// that tells its requests apart. Requests have no client timeout (the
+// watch is long); the elector bounds each one with its context.
+func NewClient(restConfig *rest.Config) (coordinationv1client.LeasesGetter, error) {
 	cfg := rest.CopyConfig(restConfig)
-	cfg.Timeout = le.RequestTimeout()
+	cfg.Timeout = 0
 	cfg = rest.AddUserAgent(cfg, "leader-election")
-	coreClient, err := corev1client.NewForConfig(cfg)
+	c, err := coordinationv1client.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create the lock's client: %w", err)
+		return nil, fmt.Errorf("failed to create the Lease client: %w", err)
 	}
-	coordinationClient, err := coordinationv1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create the lock's client: %w", err)
-	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, coreClient, coordinationClient,
-		resourcelock.ResourceLockConfig{Identity: identity})
+	return c, nil
 }
 
-// ConfigureManager sets the election options of a controller-runtime
-// manager: when enabled, a Lease lock namespace/name held as Identity(),
-// released on cancel once the manager's leader-only runnables stopped, with
-// le's timings. It returns the identity.
-func ConfigureManager(opts *ctrl.Options, restConfig *rest.Config, enabled bool, namespace, name string, le config.LeaderElection) (string, error) {
+// Election names what a manager elects with.
+type Election struct {
+	// Enabled turns election on; off, every runnable starts at once.
+	Enabled bool
+	// Namespace and Name name the Lease.
+	Namespace, Name string
+	// Timings must pass Validate.
+	Timings config.LeaderElection
+}
+
+// NewManager returns a controller-runtime manager that serves health and
+// metrics and syncs its caches on every replica, and starts the runnables
+// that need leader election (controllers, by controller-runtime's rule)
+// only while this replica leads. Added runnables go through the returned
+// manager. Leading ends the manager's Start with an error wrapping ErrLost
+// when the Lease is lost; when Start's context ends, the leader-only
+// runnables stop first, then the Lease is released. It returns the
+// identity and, when election is on, the elector.
+func NewManager(restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (manager.Manager, *Elector, error) {
+	opts.LeaderElection = false
+	mgr, err := ctrl.NewManager(restConfig, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to create the manager: %w", err)
+	}
+	if !election.Enabled {
+		return mgr, nil, nil
+	}
 	identity, err := Identity()
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	lock, err := NewLeaseLock(restConfig, namespace, name, identity, le)
+	client, err := NewClient(restConfig)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	opts.LeaderElection = enabled
-	opts.LeaderElectionID = name
-	opts.LeaderElectionNamespace = namespace
-	opts.LeaderElectionResourceLockInterface = lock
-	opts.LeaderElectionReleaseOnCancel = true
-	opts.LeaseDuration = &le.LeaseDuration
-	opts.RenewDeadline = &le.RenewDeadline
-	opts.RetryPeriod = &le.RetryPeriod
-	return identity, nil
+	elector, err := New(Config{
+		Client: client, Namespace: election.Namespace, Name: election.Name, Identity: identity,
+		Timings: election.Timings, Log: log.WithName("leader-election"),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	gated := &gatedManager{Manager: mgr}
+	if err := mgr.Add(&electionRunnable{elector: elector, gated: gated}); err != nil {
+		return nil, nil, fmt.Errorf("failed to add the election: %w", err)
+	}
+	registerMetrics(elector)
+	return gated, elector, nil
+}
+
+// gatedManager holds back the runnables that need leader election.
+type gatedManager struct {
+	manager.Manager
+	mu      sync.Mutex
+	started bool
+	gated   []manager.Runnable
+}
+
+// Add starts r with the manager when it needs no leader election (it says
+// so with NeedLeaderElection() == false), and otherwise only while leading.
+func (m *gatedManager) Add(r manager.Runnable) error {
+	if ler, ok := r.(manager.LeaderElectionRunnable); ok && !ler.NeedLeaderElection() {
+		return m.Manager.Add(r)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return errors.New("cannot add a leader-only runnable once this replica leads")
+	}
+	m.gated = append(m.gated, r)
+	return nil
+}
+
+// lead runs every gated runnable until ctx ends or one fails.
+func (m *gatedManager) lead(ctx context.Context) error {
+	m.mu.Lock()
+	m.started = true
+	runnables := m.gated
+	m.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(runnables))
+	for _, r := range runnables {
+		go func() { errs <- r.Start(ctx) }()
+	}
+	var all []error
+	for range runnables {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+			cancel()
+		}
+	}
+	return errors.Join(all...)
+}
+
+// electionRunnable campaigns beside the caches, health and metrics.
+type electionRunnable struct {
+	elector *Elector
+	gated   *gatedManager
+}
+
+func (r *electionRunnable) NeedLeaderElection() bool { return false }
+
+func (r *electionRunnable) Start(ctx context.Context) error {
+	defer unregisterMetrics(r.elector)
+	return r.elector.Run(ctx, r.gated.lead)
+}
+
+// electors reports every running elector of the process to the
+// controller-runtime metrics registry.
+var electors = struct {
+	sync.Mutex
+	once sync.Once
+	set  map[*Elector]struct{}
+}{set: map[*Elector]struct{}{}}
+
+type electorsCollector struct{}
+
+func (electorsCollector) Describe(ch chan<- *prometheus.Desc) { (&Elector{}).Describe(ch) }
+
+func (electorsCollector) Collect(ch chan<- prometheus.Metric) {
+	electors.Lock()
+	defer electors.Unlock()
+	for e := range electors.set {
+		e.Collect(ch)
+	}
+}
+
+func registerMetrics(e *Elector) {
+	electors.once.Do(func() { metrics.Registry.MustRegister(electorsCollector{}) })
+	electors.Lock()
+	defer electors.Unlock()
+	electors.set[e] = struct{}{}
+}
+
+func unregisterMetrics(e *Elector) {
+	electors.Lock()
+	defer electors.Unlock()
+	delete(electors.set, e)
 }

@@ -3,10 +3,10 @@ package leaderelection
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hypershift-le/hypershift/support/config"
 )
@@ -28,31 +28,47 @@ func TestIdentity(t *testing.T) {
 	})
 }
 
-func TestNewLeaseLock(t *testing.T) {
-	le := config.LeaderElection{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 15 * time.Second}
-	lock, err := NewLeaseLock(&rest.Config{Host: "https://127.0.0.1:1"}, "ns", "name", "me", le)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lock.Identity() != "me" || !strings.Contains(lock.Describe(), "ns/name") {
-		t.Fatalf("lock %s held as %s", lock.Describe(), lock.Identity())
-	}
+func TestNewManager(t *testing.T) {
+	restConfig := &rest.Config{Host: "https://127.0.0.1:1"}
+	t.Run("when election is on, controllers are held back and the rest starts with the manager", func(t *testing.T) {
+		t.Setenv(PodNameEnv, "cpo-a")
+		mgr, elector, err := NewManager(restConfig, ctrl.Options{}, Election{Enabled: true, Namespace: "ns", Name: "lease", Timings: config.DefaultControlPlaneOperatorElection}, ctrl.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if elector == nil || elector.Identity() != "cpo-a" {
+			t.Fatalf("elector %v", elector)
+		}
+		gated := mgr.(*gatedManager)
+		if err := mgr.Add(manager.RunnableFunc(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := mgr.Add(notLeaderOnly{}); err != nil {
+			t.Fatal(err)
+		}
+		if len(gated.gated) != 1 {
+			t.Fatalf("%d runnables held back, want 1 (the one that does not opt out)", len(gated.gated))
+		}
+	})
+	t.Run("when the timings are unsafe, the manager is refused", func(t *testing.T) {
+		le := config.DefaultControlPlaneOperatorElection
+		le.RenewDeadline = le.LeaseDuration
+		if _, _, err := NewManager(restConfig, ctrl.Options{}, Election{Enabled: true, Namespace: "ns", Name: "lease", Timings: le}, ctrl.Log); err == nil || !strings.Contains(err.Error(), "must exceed the renew deadline") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("when election is off, there is no elector", func(t *testing.T) {
+		mgr, elector, err := NewManager(restConfig, ctrl.Options{}, Election{}, ctrl.Log)
+		if err != nil || elector != nil {
+			t.Fatalf("elector %v, err %v", elector, err)
+		}
+		if _, isGated := mgr.(*gatedManager); isGated {
+			t.Fatal("the manager holds runnables back without an election")
+		}
+	})
 }
 
-func TestConfigureManager(t *testing.T) {
-	t.Setenv(PodNameEnv, "cpo-a")
-	le := config.LeaderElection{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 15 * time.Second}
-	opts := ctrl.Options{}
-	identity, err := ConfigureManager(&opts, &rest.Config{Host: "https://127.0.0.1:1"}, true, "ns", "lease", le)
-	if err != nil {
-		t.Fatal(err)
-	}
-	switch {
-	case identity != "cpo-a" || opts.LeaderElectionResourceLockInterface.Identity() != "cpo-a":
-		t.Errorf("identity %q, lock held as %q", identity, opts.LeaderElectionResourceLockInterface.Identity())
-	case !opts.LeaderElection || !opts.LeaderElectionReleaseOnCancel:
-		t.Errorf("election %v, release on cancel %v", opts.LeaderElection, opts.LeaderElectionReleaseOnCancel)
-	case *opts.LeaseDuration != le.LeaseDuration || *opts.RenewDeadline != le.RenewDeadline || *opts.RetryPeriod != le.RetryPeriod:
-		t.Errorf("timings %s/%s/%s", *opts.LeaseDuration, *opts.RenewDeadline, *opts.RetryPeriod)
-	}
-}
+type notLeaderOnly struct{ manager.Runnable }
+
+func (notLeaderOnly) NeedLeaderElection() bool { return false }
+

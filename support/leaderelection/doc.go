@@ -1,0 +1,50 @@
+// Package leaderelection is the Lease-based leader election of the
+// project's operators: one holder per Lease, a standby that writes nothing,
+// and less API-server traffic than client-go's polling elector.
+//
+// # How it elects
+//
+// Every candidate watches the one Lease object (a list and watch with a
+// metadata.name field selector): followers make no reads while the Lease
+// is held, they learn of each change through the watch. A follower judges
+// expiry as client-go does, on its own clock: the Lease is expired
+// spec.leaseDurationSeconds after the follower last saw its resourceVersion
+// change. Then, or at once when the Lease is released (no holder) or
+// missing, it takes the Lease with a compare-and-swap: an update carrying
+// the resourceVersion it saw, or a create. A 409 means someone wrote first;
+// it reads the Lease once and waits again.
+//
+// The leader renews every renew interval with the same compare-and-swap on
+// its own last write, so that a renewal can never overwrite another
+// holder. After a failed renewal it retries every retry period until the
+// renew deadline, counted from the start of its last successful renewal;
+// every request times out by then. At the deadline, or as soon as the watch
+// shows another holder or a deleted Lease, it stops leading, and loss ends
+// the process.
+//
+// Release is ordered and scoped to the holder: the leader first stops its
+// leader-only work and waits for it, then reads the Lease and clears the
+// holder only if it is still itself, preconditioned on that read's
+// resourceVersion. A deposed leader therefore never releases, and a late
+// release cannot clobber a new holder. Followers see the release through
+// the watch and take the Lease at once.
+//
+// # The timing rule
+//
+// Let LD be the lease duration, RD the renew deadline, RI the renew
+// interval, RP the retry period and M = max(1s, LD/10) the clock-skew
+// margin. A leader whose last successful renewal started at t stops leading
+// by t+RD on its clock. No follower can have seen that renewal before t, so
+// none takes over before t+LD on its clock. With
+//
+//	RD + M <= LD   and   RI + RP <= RD
+//
+// the leader stops at least M before any follower may take over (M covers
+// the rate difference of the two clocks over LD and the time the leader's
+// controllers take to stop), and a failed renewal is retried at least once
+// before the deadline. config.LeaderElection.Validate enforces both; the
+// operators refuse to start otherwise. Writes of a leader that is frozen
+// past its deadline (a stopped process, a hung connection that later
+// delivers) are what the fencing admission policy refuses: the Lease no
+// longer names it.
+package leaderelection

@@ -1,0 +1,442 @@
+package leaderelection
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/hypershift-le/hypershift/support/config"
+)
+
+// timings are the defaults: LD 60s, RD 45s, RP 2s, RI 30s.
+var timings = config.DefaultControlPlaneOperatorElection
+
+// candidate runs one elector on the fake API and the fake clock.
+type candidate struct {
+	e       *Elector
+	last    waitAt
+	// stopping, when set, runs when the leader-only work is told to stop,
+	// before it returns.
+	stopping func()
+	cancel  context.CancelFunc
+	done    chan error
+	waits   chan waitAt
+	leadCtx chan context.Context
+}
+
+type waitAt struct {
+	d  time.Duration
+	ok bool
+}
+
+func start(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, id string, noRelease bool) *candidate {
+	t.Helper()
+	return startWith(t, api, clk, id, noRelease, nil)
+}
+
+func startWith(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, id string, noRelease bool, stopping func()) *candidate {
+	t.Helper()
+	c := &candidate{done: make(chan error, 1), waits: make(chan waitAt, 1000), leadCtx: make(chan context.Context, 1), stopping: stopping}
+	c.e = newElector(Config{Namespace: "ns", Name: "lease", Identity: id, Timings: timings, Clock: clk, NoRelease: noRelease}, api)
+	c.e.onWait = func(d time.Duration, ok bool) { c.waits <- waitAt{d, ok} }
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		c.done <- c.e.Run(ctx, func(ctx context.Context) error {
+			c.leadCtx <- ctx
+			<-ctx.Done()
+			if c.stopping != nil {
+				c.stopping()
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s did not stop", id)
+		}
+	})
+	return c
+}
+
+// settle waits until the candidate blocks with nothing left to handle (no
+// new wait for 100ms) and returns how long it will wait.
+func (c *candidate) settle(t *testing.T) waitAt {
+	t.Helper()
+	for {
+		select {
+		case c.last = <-c.waits:
+		case <-time.After(100 * time.Millisecond):
+			return c.last
+		}
+	}
+}
+
+func (c *candidate) leading() bool { return c.e.Status().Leading }
+
+func (c *candidate) awaitLead(t *testing.T) context.Context {
+	t.Helper()
+	select {
+	case ctx := <-c.leadCtx:
+		return ctx
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not start leading", c.e.Identity())
+		return nil
+	}
+}
+
+func (c *candidate) awaitExit(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not return", c.e.Identity())
+		return nil
+	}
+}
+
+func heldBy(id string, renewed time.Time) func(*coordinationv1.Lease) {
+	return func(l *coordinationv1.Lease) {
+		l.Spec.HolderIdentity = ptr.To(id)
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(60))
+		l.Spec.RenewTime = &metav1.MicroTime{Time: renewed}
+	}
+}
+
+func newClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)) }
+
+func TestAcquireWhenMissing(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	if w := a.settle(t); !w.ok || w.d != timings.Renew() {
+		t.Fatalf("after acquiring it waits %v, want the renew interval %s", w, timings.Renew())
+	}
+	l := api.current()
+	if holderOf(l) != "a" || *l.Spec.LeaseDurationSeconds != 60 || *l.Spec.LeaseTransitions != 0 {
+		t.Fatalf("lease %+v", l.Spec)
+	}
+	if n := api.count("create"); n != 1 {
+		t.Errorf("%d creates", n)
+	}
+	if n := api.count("get"); n != 0 {
+		t.Errorf("%d gets, want 0: the list and watch tell it everything", n)
+	}
+}
+
+func TestRenewEveryRenewInterval(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	a.settle(t)
+	clk.Step(timings.Renew() - time.Millisecond)
+	a.settle(t)
+	if n := api.count("update"); n != 0 {
+		t.Fatalf("renewed %d times before the renew interval", n)
+	}
+	clk.Step(time.Millisecond)
+	a.settle(t)
+	if n := api.count("update"); n != 1 {
+		t.Fatalf("%d renewals at the renew interval, want 1", n)
+	}
+	for range 4 {
+		clk.Step(timings.Renew())
+		a.settle(t)
+	}
+	// 5 renewals in 2.5 minutes: 2 writes a minute.
+	if n := api.count("update"); n != 5 {
+		t.Fatalf("%d renewals in 5 renew intervals", n)
+	}
+	if got := api.current().Spec.RenewTime.Time; !got.Equal(clk.Now()) {
+		t.Errorf("renewTime %s, want %s", got, clk.Now())
+	}
+	if !a.leading() {
+		t.Error("not leading after renewals")
+	}
+}
+
+func TestFastRetryAfterAFailedRenewal(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	a.settle(t)
+	api.setFail("update", apierrors.NewServiceUnavailable("etcd is slow"))
+	clk.Step(timings.Renew())
+	if w := a.settle(t); w.d != timings.RetryPeriod {
+		t.Fatalf("after a failed renewal it waits %s, want the retry period %s", w.d, timings.RetryPeriod)
+	}
+	clk.Step(timings.RetryPeriod)
+	a.settle(t)
+	api.setFail("update", nil)
+	clk.Step(timings.RetryPeriod)
+	if w := a.settle(t); w.d != timings.Renew() {
+		t.Fatalf("after the retry succeeded it waits %s, want the renew interval", w.d)
+	}
+	if n := api.count("update"); n != 3 {
+		t.Fatalf("%d update attempts, want 3 (fail, fail, succeed)", n)
+	}
+	if !a.leading() {
+		t.Fatal("it stopped leading although a retry succeeded before the deadline")
+	}
+}
+
+func TestStepDownAtTheRenewDeadline(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	leadCtx := a.awaitLead(t)
+	a.settle(t)
+	acquired := clk.Now()
+	api.setFail("update", apierrors.NewServiceUnavailable("etcd is down"))
+	for clk.Now().Sub(acquired) < timings.RenewDeadline-time.Millisecond {
+		w := a.settle(t)
+		if w.d <= 0 {
+			t.Fatalf("it would act again at once at %s", clk.Now().Sub(acquired))
+		}
+		if clk.Now().Add(w.d).After(acquired.Add(timings.RenewDeadline)) {
+			t.Fatalf("it would wait past its deadline: %s + %s", clk.Now().Sub(acquired), w.d)
+		}
+		clk.Step(w.d)
+		if clk.Now().Sub(acquired) < timings.RenewDeadline && leadCtx.Err() != nil {
+			t.Fatalf("it stopped leading at %s, before the deadline", clk.Now().Sub(acquired))
+		}
+	}
+	err := a.awaitExit(t)
+	if !errors.Is(err, ErrLost) || leadCtx.Err() == nil {
+		t.Fatalf("at the deadline: err %v, leader work ctx %v", err, leadCtx.Err())
+	}
+	if got := clk.Now().Sub(acquired); got != timings.RenewDeadline {
+		t.Fatalf("it stepped down %s after the last renewal, want exactly the renew deadline", got)
+	}
+	// 1 at the renew interval, then every retry period until 45s: 30, 32, ..., 44.
+	if n := api.count("update"); n != 8 {
+		t.Errorf("%d renewal attempts, want 8", n)
+	}
+	if holderOf(api.current()) != "a" {
+		t.Error("a leader that lost must not release")
+	}
+}
+
+func TestFollowerWatchesAndTakesOverAtExpiry(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	api.write(heldBy("other", clk.Now()))
+	b := start(t, api, clk, "b", false)
+	if w := b.settle(t); w.d != timings.LeaseDuration {
+		t.Fatalf("the follower waits %s, want the lease duration", w.d)
+	}
+	// The holder renews: the follower's clock restarts from what it saw.
+	clk.Step(50 * time.Second)
+	api.write(heldBy("other", clk.Now()))
+	if w := b.settle(t); w.d != timings.LeaseDuration {
+		t.Fatalf("after a renewal it waits %s, want the full lease duration", w.d)
+	}
+	clk.Step(timings.LeaseDuration - time.Millisecond)
+	b.settle(t)
+	if b.leading() {
+		t.Fatal("it took the Lease before it expired")
+	}
+	clk.Step(time.Millisecond)
+	b.awaitLead(t)
+	l := api.current()
+	if holderOf(l) != "b" || *l.Spec.LeaseTransitions != 1 || !l.Spec.AcquireTime.Time.Equal(clk.Now()) {
+		t.Fatalf("lease after the takeover %+v", l.Spec)
+	}
+	if n := api.count("get"); n != 0 {
+		t.Errorf("the follower read the Lease %d times, want 0: it watches", n)
+	}
+	if n := api.count("list"); n != 1 {
+		t.Errorf("%d lists, want the 1 that starts the watch", n)
+	}
+}
+
+func TestReleaseIsSeenAtOnce(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	a.settle(t)
+	b := start(t, api, clk, "b", false)
+	b.settle(t)
+	a.cancel()
+	if err := a.awaitExit(t); err != nil {
+		t.Fatalf("a graceful stop returned %v", err)
+	}
+	b.awaitLead(t) // no clock step: the watch showed the release
+	if n := api.count("get"); n != 1 {
+		t.Errorf("%d gets, want the 1 of the release", n)
+	}
+}
+
+func TestReleaseOrder(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	stopped := make(chan string, 1)
+	a := startWith(t, api, clk, "a", false, func() {
+		// The leader-only work is still stopping: the Lease must be held.
+		time.Sleep(50 * time.Millisecond)
+		stopped <- holderOf(api.current())
+	})
+	a.awaitLead(t)
+	a.settle(t)
+	a.cancel()
+	a.awaitExit(t)
+	if h := <-stopped; h != "a" {
+		t.Fatalf("the Lease was held by %q while the leader-only work stopped, want still a", h)
+	}
+	if h := holderOf(api.current()); h != "" {
+		t.Fatalf("after the stop the holder is %q, want released", h)
+	}
+}
+
+func TestReleaseOnlyWhenStillHolder(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	a.settle(t)
+	// Another candidate took the Lease, and a has not heard yet.
+	api.mute()
+	api.write(heldBy("c", clk.Now()))
+	a.cancel()
+	a.awaitExit(t)
+	if h := holderOf(api.current()); h != "c" {
+		t.Fatalf("the late release clobbered the new holder: holder %q", h)
+	}
+	if n := api.count("update"); n != 0 {
+		t.Fatalf("%d updates by a deposed leader", n)
+	}
+}
+
+func TestDeposedLeaderLearnsThroughTheWatch(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	leadCtx := a.awaitLead(t)
+	a.settle(t)
+	api.write(heldBy("intruder", clk.Now()))
+	err := a.awaitExit(t)
+	if !errors.Is(err, ErrLost) || leadCtx.Err() == nil {
+		t.Fatalf("err %v, leader work %v", err, leadCtx.Err())
+	}
+	if !containsAll(err.Error(), "leader election lost", "intruder") {
+		t.Errorf("the error does not say who holds it: %v", err)
+	}
+}
+
+func TestDeletedLeaseEndsLeading(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	a.settle(t)
+	api.delete()
+	if err := a.awaitExit(t); !errors.Is(err, ErrLost) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestConflictingCandidatesOneWins(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	api.write(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("") })
+	// Both try and fail, so that both retry from the same version.
+	api.setFail("update", apierrors.NewServiceUnavailable("busy"))
+	b := start(t, api, clk, "b", false)
+	c := start(t, api, clk, "c", false)
+	b.settle(t)
+	c.settle(t)
+	api.setFail("update", nil)
+	clk.Step(timings.RetryPeriod)
+	b.settle(t)
+	c.settle(t)
+	if b.leading() == c.leading() {
+		t.Fatalf("b leads %v, c leads %v: want exactly one", b.leading(), c.leading())
+	}
+	if n := api.count("update"); n != 4 {
+		t.Errorf("%d updates, want 4 (2 refused, then one wins and one conflicts)", n)
+	}
+	if n := api.count("get"); n != 1 {
+		t.Errorf("%d gets, want 1 (the loser reads after its conflict)", n)
+	}
+}
+
+func TestRenewalConflictWithItselfIsAdopted(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	a.settle(t)
+	// Someone changes the Lease but not its holder (a label, say), and a
+	// misses the event: its renewal conflicts, it reads, and keeps leading.
+	api.mute()
+	api.write(func(l *coordinationv1.Lease) { l.Labels = map[string]string{"x": "y"} })
+	clk.Step(timings.Renew())
+	a.settle(t)
+	clk.Step(timings.RetryPeriod)
+	a.settle(t)
+	if !a.leading() || holderOf(api.current()) != "a" || api.current().Labels["x"] != "y" {
+		t.Fatalf("leading %v, lease %+v", a.leading(), api.current())
+	}
+	if n := api.count("get"); n != 1 {
+		t.Errorf("%d gets, want the 1 after the conflict", n)
+	}
+}
+
+func TestStaleEventsAreIgnored(t *testing.T) {
+	clk := newClock()
+	c := &campaign{Elector: newElector(Config{Namespace: "ns", Name: "lease", Identity: "a", Timings: timings, Clock: clk}, newFakeAPI())}
+	newer := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "12"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a")}}
+	older := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("")}}
+	c.apply(observation{lease: newer, rv: "12"})
+	seen := c.knownAt
+	clk.Step(time.Second)
+	c.apply(observation{lease: older, rv: "9"})
+	c.apply(observation{lease: newer, rv: "12"})
+	if c.knownRV != "12" || holderOf(c.known) != "a" || !c.knownAt.Equal(seen) {
+		t.Fatalf("known %s held by %q seen at %s", c.knownRV, holderOf(c.known), c.knownAt)
+	}
+}
+
+func TestRestartedHolderTakesItsLeaseBack(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	api.write(heldBy("a", clk.Now()))
+	a := start(t, api, clk, "a", false)
+	a.awaitLead(t)
+	if l := api.current(); ptr.Deref(l.Spec.LeaseTransitions, 0) != 0 {
+		t.Errorf("transitions %d: the same holder is no transition", *l.Spec.LeaseTransitions)
+	}
+}
+
+func TestNoReleaseLeavesTheLeaseHeld(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", true)
+	a.awaitLead(t)
+	a.settle(t)
+	a.cancel()
+	a.awaitExit(t)
+	if holderOf(api.current()) != "a" {
+		t.Fatal("the Lease was released")
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !errorsContains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func errorsContains(s, p string) bool {
+	for i := 0; i+len(p) <= len(s); i++ {
+		if s[i:i+len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
