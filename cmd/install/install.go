@@ -56,7 +56,9 @@ func NewCommand() *cobra.Command {
 		Long: `Install applies, with server-side apply as hypershift-cli, the HostedCluster and
 HostedControlPlane CRDs (and waits until they are established), their admission
 policy, the hypershift-operator's namespace, ServiceAccount, ClusterRole and binding,
-its leader-election Role and binding, its Deployment and a metrics Service.
+its leader-election Role and binding, an API Priority and Fairness FlowSchema and
+PriorityLevelConfiguration (hypershift-leader-election) that keep ServiceAccounts'
+Lease renewals apart from other traffic, its Deployment and a metrics Service.
 Running it again changes nothing.`,
 		Example: `  # Install into the cluster of the current kubeconfig context
   hypershift install

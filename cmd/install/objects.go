@@ -139,6 +139,10 @@ func ResourceObjects(o Options) []client.Object {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name},
 			Subjects:   subjects,
 		},
+		// Before the Deployment, so the operator's first Lease request
+		// already has its priority level.
+		leaderElectionPriorityLevel(labels),
+		leaderElectionFlowSchema(labels),
 		deployment(o, meta(true, name), labels),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -157,21 +161,14 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 		replicas = 0
 	}
 	le, cpo := o.Election, o.ControlPlaneOperatorElection
-	args := []string{
-		"run",
-		"--namespace=" + o.Namespace,
-		"--leader-elect=true",
-		"--leader-elect-lease-duration=" + le.LeaseDuration.String(),
-		"--leader-elect-renew-deadline=" + le.RenewDeadline.String(),
-		"--leader-elect-retry-period=" + le.RetryPeriod.String(),
-		"--cpo-leader-elect-lease-duration=" + cpo.LeaseDuration.String(),
-		"--cpo-leader-elect-renew-deadline=" + cpo.RenewDeadline.String(),
-		"--cpo-leader-elect-retry-period=" + cpo.RetryPeriod.String(),
-		"--control-plane-operator-image=" + o.Image,
+	args := []string{"run", "--namespace=" + o.Namespace, "--leader-elect=true"}
+	args = append(append(args, le.Args("")...), cpo.Args("cpo-")...)
+	args = append(args,
+		"--control-plane-operator-image="+o.Image,
 		fmt.Sprintf("--enable-fencing=%t", !o.DisableFencing),
 		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
-	}
+	)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: meta,
