@@ -20,15 +20,15 @@ var timings = config.DefaultControlPlaneOperatorElection
 
 // candidate runs one elector on the fake API and the fake clock.
 type candidate struct {
-	e       *Elector
-	last    waitAt
+	e    *Elector
+	last waitAt
 	// stopping, when set, runs when the leader-only work is told to stop,
 	// before it returns.
 	stopping func()
-	cancel  context.CancelFunc
-	done    chan error
-	waits   chan waitAt
-	leadCtx chan context.Context
+	cancel   context.CancelFunc
+	done     chan error
+	waits    chan waitAt
+	leadCtx  chan context.Context
 }
 
 type waitAt struct {
@@ -115,7 +115,9 @@ func heldBy(id string, renewed time.Time) func(*coordinationv1.Lease) {
 	}
 }
 
-func newClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)) }
+func newClock() *clocktesting.FakeClock {
+	return clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+}
 
 func TestAcquireWhenMissing(t *testing.T) {
 	api, clk := newFakeAPI(), newClock()

@@ -71,4 +71,3 @@ func TestNewManager(t *testing.T) {
 type notLeaderOnly struct{ manager.Runnable }
 
 func (notLeaderOnly) NeedLeaderElection() bool { return false }
-
