@@ -53,7 +53,7 @@ func TestCommandErrors(t *testing.T) {
 		{name: "when a value is invalid", args: []string{"install", "render", "--image-pull-policy=Sometimes"}, want: `invalid --image-pull-policy "Sometimes"`},
 		{name: "when a duration does not parse", args: []string{"install", "--timeout=soon"}, want: `invalid argument "soon" for "--timeout"`},
 		{name: "when an output format is unknown", args: []string{"get", "leaders", "-o", "xml"}, want: `unsupported output format "xml"`},
-		{name: "when the timings break the invariant", args: []string{"install", "render", "--leader-elect-renew-deadline=2m"}, want: "lease duration (1m0s) must be greater than the renew deadline (2m0s)"},
+		{name: "when the timings break the invariant", args: []string{"install", "render", "--leader-elect-renew-deadline=2m"}, want: "lease duration (1m0s) must exceed the renew deadline (2m0s)"},
 		{name: "when the API server is down (install)", args: []string{"install", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when the API server is down (get leaders)", args: []string{"get", "leaders", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when the API server is down (destroy)", args: []string{"destroy", "cluster", "--name=x", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},

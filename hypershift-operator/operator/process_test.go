@@ -253,7 +253,7 @@ func TestInvalidFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "when the HO's renew deadline reaches its lease duration, it refuses to start", args: []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"}, want: "lease duration (10s) must be greater than the renew deadline (10s)"},
+		{name: "when the HO's renew deadline reaches its lease duration, it refuses to start", args: []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"}, want: "lease duration (10s) must exceed the renew deadline (10s) by at least 1s"},
 		{name: "when the CPO timings it would render are invalid, it refuses to start", args: []string{"--cpo-leader-elect-renew-deadline=12s", "--cpo-leader-elect-retry-period=10s"}, want: "invalid --cpo-leader-elect-* timings"},
 	}
 	for _, tt := range tests {

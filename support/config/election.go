@@ -31,13 +31,15 @@ type LeaderElection struct {
 // DefaultControlPlaneOperatorElection are the control-plane-operator's
 // timings. A follower takes over a crashed leader after 60s, as with
 // HyperShift's 60s/40s/15s, but the leader writes the Lease twice a minute
-// instead of four times, followers watch instead of reading, and a failed
-// renewal is retried every 2s until 45s after the last good one.
+// (the renew interval defaults to two thirds of 45s: 30s) instead of four
+// times, followers watch instead of reading, and a failed renewal is
+// retried every 2s until 45s after the last good one. The renew interval is
+// left to its derived default so that whoever sets only the three
+// component-base flags gets a consistent interval.
 var DefaultControlPlaneOperatorElection = LeaderElection{
 	LeaseDuration: 60 * time.Second,
 	RenewDeadline: 45 * time.Second,
 	RetryPeriod:   2 * time.Second,
-	RenewInterval: 30 * time.Second,
 }
 
 // DefaultHypershiftOperatorElection are the hypershift-operator's timings.
@@ -61,10 +63,15 @@ func (le LeaderElection) Renew() time.Duration {
 	return le.RenewDeadline * 2 / 3
 }
 
+// retryJitter is client-go's factor for a jittered retry period; the rule
+// RenewDeadline > 1.2 RetryPeriod of component-base is kept for whoever
+// reads these flags with client-go's meaning.
+const retryJitter = 1.2
+
 // Validate enforces the rules that keep one holder:
 //
 //	RenewDeadline + SkewMargin <= LeaseDuration
-//	Renew + RetryPeriod <= RenewDeadline
+//	Renew + RetryPeriod <= RenewDeadline, and RenewDeadline > 1.2 RetryPeriod
 //
 // The first makes a leader that cannot renew stop leading before any
 // follower may take the Lease; the second gives a failed renewal at least
@@ -80,6 +87,8 @@ func (le LeaderElection) Validate() error {
 	case le.RenewDeadline+le.SkewMargin() > le.LeaseDuration:
 		return fmt.Errorf("leader election lease duration (%s) must exceed the renew deadline (%s) by at least %s (max(1s, lease duration/10)), so that a leader that cannot renew stops before a follower may take over",
 			le.LeaseDuration, le.RenewDeadline, le.SkewMargin())
+	case float64(le.RenewDeadline) <= retryJitter*float64(le.RetryPeriod):
+		return fmt.Errorf("leader election renew deadline (%s) must be greater than %.1f times the retry period (%s)", le.RenewDeadline, retryJitter, le.RetryPeriod)
 	case le.Renew()+le.RetryPeriod > le.RenewDeadline:
 		return fmt.Errorf("leader election renew interval (%s) plus the retry period (%s) must not exceed the renew deadline (%s), so that a failed renewal is retried before the leader steps down",
 			le.Renew(), le.RetryPeriod, le.RenewDeadline)

@@ -25,6 +25,7 @@ func TestLeaderElectionValidate(t *testing.T) {
 		{name: "when the lease duration is not whole seconds, it is refused", le: LeaderElection{LeaseDuration: 4500 * time.Millisecond, RenewDeadline: 3 * s, RetryPeriod: s}, wantErr: "whole number of seconds"},
 		{name: "when renew interval plus retry period exceeds the deadline, it is refused", le: LeaderElection{LeaseDuration: 60 * s, RenewDeadline: 45 * s, RetryPeriod: 2 * s, RenewInterval: 44 * s}, wantErr: "renew interval (44s) plus the retry period (2s) must not exceed the renew deadline (45s)"},
 		{name: "when the derived renew interval leaves no retry (HyperShift's 60/40/15), it is refused", le: LeaderElection{LeaseDuration: 60 * s, RenewDeadline: 40 * s, RetryPeriod: 15 * s}, wantErr: "plus the retry period (15s) must not exceed"},
+		{name: "when the renew deadline is exactly 1.2 retry periods, it is refused", le: LeaderElection{LeaseDuration: 60 * s, RenewDeadline: 12 * s, RetryPeriod: 10 * s, RenewInterval: time.Second}, wantErr: "renew deadline (12s) must be greater than 1.2 times the retry period (10s)"},
 		{name: "when the renew interval is negative, it is refused", le: LeaderElection{LeaseDuration: 60 * s, RenewDeadline: 45 * s, RetryPeriod: 2 * s, RenewInterval: -s}, wantErr: "must not be negative"},
 		{name: "when the retry period is zero, it is refused", le: LeaderElection{LeaseDuration: 60 * s, RenewDeadline: 40 * s}, wantErr: "retry period must be positive"},
 	}
@@ -70,6 +71,13 @@ func TestLeaderElectionFlags(t *testing.T) {
 	le := DefaultControlPlaneOperatorElection
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	le.AddFlags(fs, "cpo-", "control-plane-operator")
+	// Only the component-base three: the renew interval follows the deadline.
+	if err := fs.Parse([]string{"--cpo-leader-elect-lease-duration=4s", "--cpo-leader-elect-renew-deadline=3s", "--cpo-leader-elect-retry-period=1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := le.Validate(); err != nil || le.Renew() != 2*time.Second {
+		t.Fatalf("with the three component-base flags set: renew %s, %v", le.Renew(), err)
+	}
 	want := LeaderElection{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second, RenewInterval: 10 * time.Second}
 	if err := fs.Parse(want.Args("cpo-")); err != nil {
 		t.Fatal(err)

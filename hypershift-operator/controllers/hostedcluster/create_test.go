@@ -214,7 +214,7 @@ func checkCondition(hc *hyperv1.HostedCluster, conditionType string, status meta
 }
 
 // TestInvalidElectionTimings checks that the HO refuses to render a CPO
-// whose timings break LeaseDuration > RenewDeadline > 1.2 * RetryPeriod.
+// whose timings break the election timing rule (config.LeaderElection.Validate).
 func TestInvalidElectionTimings(t *testing.T) {
 	startOperator(t, func(r *hostedcluster.Reconciler) { r.Election.RenewDeadline = r.Election.LeaseDuration })
 	c := newCluster(t, "4.17.0", nil)

@@ -1,0 +1,293 @@
+package leaderelection_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{AuditLog: true}, &env)) }
+
+// short timings keep the test fast: LD 4s, RD 3s, RP 1s, renew every 2s.
+var short = config.LeaderElection{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
+
+type runner struct {
+	elector *leaderelection.Elector
+	led     chan time.Time
+	done    chan error
+	cancel  context.CancelFunc
+}
+
+func run(t *testing.T, cfg *rest.Config, namespace, identity string) *runner {
+	t.Helper()
+	client, err := leaderelection.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := leaderelection.New(leaderelection.Config{Client: client, Namespace: namespace, Name: "lease", Identity: identity, Timings: short, Log: testr.New(t).WithName(identity)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runner{elector: e, led: make(chan time.Time, 1), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		r.done <- e.Run(ctx, func(ctx context.Context) error {
+			r.led <- time.Now()
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s did not stop", identity)
+		}
+	})
+	return r
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "election-"}}
+	if err := env.Client.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func user(t *testing.T, name string) *rest.Config {
+	t.Helper()
+	cfg, err := env.AddUser(name, "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestStalledConnection hangs every request of the leader (its watch too)
+// at a proxy, lets the standby take over, then delivers the held requests:
+// the audit log shows no successful write by the old leader after the new
+// one's first write.
+func TestStalledConnection(t *testing.T) {
+	ns := namespace(t)
+	aUser, bUser := "elector-a-"+ns, "elector-b-"+ns
+	aCfg := user(t, aUser)
+	p := startProxy(t, aCfg.Host)
+	aCfg.Host = "https://" + p.addr
+
+	a := run(t, aCfg, ns, "a")
+	select {
+	case <-a.led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a did not lead")
+	}
+	b := run(t, user(t, bUser), ns, "b")
+	time.Sleep(short.LeaseDuration / 2) // b watches; a renews at least once
+
+	stalled := time.Now()
+	p.stall()
+	var lost time.Time
+	select {
+	case err := <-a.done:
+		lost = time.Now()
+		if !errors.Is(err, leaderelection.ErrLost) {
+			t.Fatalf("a returned %v, want a loss", err)
+		}
+		a.done <- err
+	case <-time.After(short.RenewDeadline + 3*time.Second):
+		t.Fatal("a kept leading on a stalled connection past its renew deadline")
+	}
+	var took time.Time
+	select {
+	case took = <-b.led:
+	case <-time.After(short.LeaseDuration + 3*time.Second):
+		t.Fatal("b did not take over")
+	}
+	t.Logf("a stepped down %s after the stall, b led %s after the stall", lost.Sub(stalled).Round(time.Millisecond), took.Sub(stalled).Round(time.Millisecond))
+	if !lost.Before(took) {
+		t.Errorf("b led at %s, before a stepped down at %s", took, lost)
+	}
+	p.resume() // a's held requests reach the server now
+	time.Sleep(2 * time.Second)
+
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bFirst *auditv1.Event
+	for i, e := range events {
+		if e.User.Username == bUser && isLeaseWrite(e, ns) && testenv.Succeeded(e) {
+			bFirst = &events[i]
+			break
+		}
+	}
+	if bFirst == nil {
+		t.Fatal("the audit log has no successful Lease write by b")
+	}
+	late, aWrites := 0, 0
+	for _, e := range events {
+		if e.User.Username != aUser || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		if e.RequestReceivedTimestamp.After(bFirst.StageTimestamp.Time) {
+			late++
+		}
+		if isLeaseWrite(e, ns) && testenv.Succeeded(e) {
+			aWrites++
+			if !e.StageTimestamp.Before(&bFirst.StageTimestamp) {
+				t.Errorf("a's %s of the Lease succeeded at %s, after b's first write at %s", e.Verb, e.StageTimestamp.Format(time.StampMicro), bFirst.StageTimestamp.Format(time.StampMicro))
+			}
+		}
+	}
+	if aWrites == 0 {
+		t.Fatal("a never wrote: the check proves nothing")
+	}
+	t.Logf("a: %d successful Lease writes, all before b's first; %d of its requests reached the server after b's first write", aWrites, late)
+}
+
+// TestHandoverThroughTheWatch stops the leader gracefully: the standby
+// leads within a second, and while the Lease was held it read nothing.
+func TestHandoverThroughTheWatch(t *testing.T) {
+	ns := namespace(t)
+	aUser, bUser := "elector-a-"+ns, "elector-b-"+ns
+	a := run(t, user(t, aUser), ns, "a")
+	<-a.led
+	b := run(t, user(t, bUser), ns, "b")
+	time.Sleep(2 * short.LeaseDuration)
+	stopped := time.Now()
+	a.cancel()
+	select {
+	case took := <-b.led:
+		if d := took.Sub(stopped); d > time.Second {
+			t.Errorf("the handover took %s, want at most 1s", d)
+		} else {
+			t.Logf("the handover took %s", d.Round(time.Millisecond))
+		}
+	case <-time.After(short.LeaseDuration + 3*time.Second):
+		t.Fatal("b did not take over")
+	}
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, writes := 0, 0
+	for _, e := range events {
+		if e.User.Username != bUser || e.ObjectRef == nil || e.ObjectRef.Namespace != ns || e.ObjectRef.Resource != "leases" {
+			continue
+		}
+		switch {
+		case e.Verb == "get" || (e.Verb == "list" && e.RequestReceivedTimestamp.After(stopped)):
+			reads++
+		case testenv.IsWrite(e):
+			writes++
+		}
+	}
+	if reads != 0 {
+		t.Errorf("the standby read the Lease %d times beyond its one list, want 0: it watches", reads)
+	}
+	if writes == 0 {
+		t.Error("the standby never wrote the Lease after the handover")
+	}
+}
+
+func isLeaseWrite(e auditv1.Event, ns string) bool {
+	return testenv.IsWrite(e) && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns
+}
+
+// proxy forwards TCP to the API server; stall holds every byte in both
+// directions until resume, which delivers them.
+type proxy struct {
+	addr    string
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stalled bool
+}
+
+func startProxy(t *testing.T, host string) *proxy {
+	t.Helper()
+	u, err := url.Parse(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	p := &proxy{addr: l.Addr().String()}
+	p.cond = sync.NewCond(&p.mu)
+	t.Cleanup(p.resume)
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			go p.pipe(out, in)
+			go p.pipe(in, out)
+		}
+	}()
+	return p
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer func() { _ = dst.Close(); _ = src.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.stalled {
+				p.cond.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return
+			}
+			return
+		}
+	}
+}
+
+func (p *proxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
+}
+
+func (p *proxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = false
+	p.cond.Broadcast()
+}
