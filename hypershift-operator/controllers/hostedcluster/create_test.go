@@ -220,7 +220,7 @@ func TestInvalidElectionTimings(t *testing.T) {
 	c := newCluster(t, "4.17.0", nil)
 	testutil.Eventually(t, converge, func() error {
 		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidConfiguration)
-		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "must be greater than the renew deadline") {
+		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "must exceed the renew deadline") {
 			return fmt.Errorf("ValidConfiguration = %+v", cond)
 		}
 		return nil
