@@ -142,7 +142,10 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 		if leadDone != nil {
 			t := e.clock.NewTimer(max(bound, 0))
 			select {
-			case <-leadDone:
+			case err := <-leadDone:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					e.log.Info("Leader-only work failed while stopping", "err", err.Error())
+				}
 			case <-t.C():
 				e.log.Info("Leader-only work did not stop in time", "waited", bound)
 			}

@@ -61,7 +61,10 @@ func startWith(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, id strin
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-c.done:
+		case err := <-c.done:
+			if err != nil && !errors.Is(err, ErrLost) {
+				t.Errorf("%s returned %v", id, err)
+			}
 		case <-time.After(5 * time.Second):
 			t.Errorf("%s did not stop", id)
 		}
@@ -290,7 +293,9 @@ func TestReleaseOrder(t *testing.T) {
 	a.awaitLead(t)
 	a.settle(t)
 	a.cancel()
-	a.awaitExit(t)
+	if err := a.awaitExit(t); err != nil {
+		t.Fatalf("a graceful stop returned %v", err)
+	}
 	if h := <-stopped; h != "a" {
 		t.Fatalf("the Lease was held by %q while the leader-only work stopped, want still a", h)
 	}
@@ -308,7 +313,9 @@ func TestReleaseOnlyWhenStillHolder(t *testing.T) {
 	api.mute()
 	api.write(heldBy("c", clk.Now()))
 	a.cancel()
-	a.awaitExit(t)
+	if err := a.awaitExit(t); err != nil {
+		t.Fatalf("a graceful stop returned %v", err)
+	}
 	if h := holderOf(api.current()); h != "c" {
 		t.Fatalf("the late release clobbered the new holder: holder %q", h)
 	}
@@ -419,7 +426,9 @@ func TestNoReleaseLeavesTheLeaseHeld(t *testing.T) {
 	a.awaitLead(t)
 	a.settle(t)
 	a.cancel()
-	a.awaitExit(t)
+	if err := a.awaitExit(t); err != nil {
+		t.Fatalf("a graceful stop returned %v", err)
+	}
 	if holderOf(api.current()) != "a" {
 		t.Fatal("the Lease was released")
 	}

@@ -58,7 +58,10 @@ func run(t *testing.T, cfg *rest.Config, namespace, identity string) *runner {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-r.done:
+		case err := <-r.done:
+			if err != nil && !errors.Is(err, leaderelection.ErrLost) {
+				t.Errorf("%s returned %v", identity, err)
+			}
 		case <-time.After(10 * time.Second):
 			t.Errorf("%s did not stop", identity)
 		}

@@ -20,7 +20,6 @@ type fakeAPI struct {
 	rv       int
 	watchers []*watch.RaceFreeFakeWatcher
 	muted    bool
-	queued   []watch.Event
 	calls    []string
 	// fail, when set for a verb, is returned instead of doing it.
 	fail map[string]error
@@ -64,33 +63,19 @@ func (f *fakeAPI) current() *coordinationv1.Lease {
 }
 
 func (f *fakeAPI) notify(t watch.EventType, lease *coordinationv1.Lease) {
-	ev := watch.Event{Type: t, Object: lease.DeepCopy()}
 	if f.muted {
-		f.queued = append(f.queued, ev)
 		return
 	}
 	for _, w := range f.watchers {
-		w.Action(ev.Type, ev.Object)
+		w.Action(t, lease.DeepCopy())
 	}
 }
 
-// mute holds watch events back until unmute delivers them: a slow watch.
+// mute drops every later watch event: a watch that misses changes.
 func (f *fakeAPI) mute() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.muted = true
-}
-
-func (f *fakeAPI) unmute() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.muted = false
-	for _, ev := range f.queued {
-		for _, w := range f.watchers {
-			w.Action(ev.Type, ev.Object)
-		}
-	}
-	f.queued = nil
 }
 
 // write stores lease as another client would (no precondition).

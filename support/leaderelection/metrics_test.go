@@ -1,8 +1,8 @@
 package leaderelection
 
 import (
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +17,7 @@ func TestMetrics(t *testing.T) {
 	b := start(t, api, clk, "b", false)
 	b.settle(t)
 	clk.Step(10 * time.Second)
-	renewed := float64(clk.Now().Add(-10*time.Second).Unix())
+	renewed := float64(clk.Now().Add(-10 * time.Second).Unix())
 
 	leader := `
 # HELP hypershift_leader_election_held_lease_expiry_seconds While this replica leads: seconds until followers may take the Lease if it renews no more.
