@@ -19,6 +19,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 const margin = 3 * time.Second
@@ -252,4 +253,66 @@ func TestRenewBlocked(t *testing.T) {
 	}
 	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
 	t.Logf("the standby took over %s after the leader exited", time.Since(a.exitedAt))
+}
+
+// TestStalledConnection hangs every request of the leader's process (its
+// Lease requests, its watches and its controllers' writes) at a proxy: it
+// exits non-zero by its renew deadline, the standby leads and writes, then
+// the held bytes reach the API server. The audit log shows no successful
+// write by the old leader after the new one's first write.
+func TestStalledConnection(t *testing.T) {
+	cp := newControlPlane(t, false)
+	proxy, err := testenv.StartProxy(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	kubeconfig, err := env.AddUserKubeconfig("cpo-cpo-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxied, err := proxy.ProxiedKubeconfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startCPO(t, cp, "cpo-a", cp.releaseImage, "--kubeconfig="+proxied)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
+	awaitComponents(t, cp)
+	time.Sleep(2 * time.Second) // b is a running standby
+
+	stalled := time.Now()
+	proxy.Stall()
+	if !a.exited(renewDeadline + margin) {
+		t.Fatalf("the leader still runs %s after its connection stalled", time.Since(stalled))
+	}
+	if a.exitErr == nil {
+		t.Fatal("the stalled leader exited 0, want a non-zero status")
+	}
+	awaitHolder(t, cp, leaseDuration+margin, b.pod)
+	t.Logf("the stalled leader exited after %s; the standby led after %s", a.exitedAt.Sub(stalled).Round(time.Millisecond), time.Since(stalled).Round(time.Millisecond))
+	toggle(t, cp, hyperv1.HighlyAvailable)
+	proxy.Resume()
+	time.Sleep(2 * time.Second)
+
+	var bFirst time.Time
+	for _, w := range successfulWrites(t, cp.namespace, b.user) {
+		bFirst = w.at
+		break
+	}
+	if bFirst.IsZero() {
+		t.Fatal("the new leader never wrote")
+	}
+	aWrites := successfulWrites(t, cp.namespace, a.user)
+	if len(aWrites) == 0 {
+		t.Fatal("the old leader never wrote: the check proves nothing")
+	}
+	for _, w := range aWrites {
+		if !w.at.Before(bFirst) {
+			t.Errorf("the old leader wrote after the new one's first write (%s): %v", bFirst.Format("15:04:05.000"), w)
+		}
+	}
+	if v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user)); len(v) != 0 {
+		t.Fatalf("writes outside their writer's holding: %v", v)
+	}
 }

@@ -3,11 +3,7 @@ package leaderelection_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/url"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,8 +91,12 @@ func TestStalledConnection(t *testing.T) {
 	ns := namespace(t)
 	aUser, bUser := "elector-a-"+ns, "elector-b-"+ns
 	aCfg := user(t, aUser)
-	p := startProxy(t, aCfg.Host)
-	aCfg.Host = "https://" + p.addr
+	p, err := testenv.StartProxy(aCfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	aCfg.Host = "https://" + p.Addr
 
 	a := run(t, aCfg, ns, "a")
 	select {
@@ -108,7 +108,7 @@ func TestStalledConnection(t *testing.T) {
 	time.Sleep(short.LeaseDuration / 2) // b watches; a renews at least once
 
 	stalled := time.Now()
-	p.stall()
+	p.Stall()
 	var lost time.Time
 	select {
 	case err := <-a.done:
@@ -130,7 +130,7 @@ func TestStalledConnection(t *testing.T) {
 	if !lost.Before(took) {
 		t.Errorf("b led at %s, before a stepped down at %s", took, lost)
 	}
-	p.resume() // a's held requests reach the server now
+	p.Resume() // a's held requests reach the server now
 	time.Sleep(2 * time.Second)
 
 	events, err := env.AuditEvents()
@@ -215,82 +215,4 @@ func TestHandoverThroughTheWatch(t *testing.T) {
 
 func isLeaseWrite(e auditv1.Event, ns string) bool {
 	return testenv.IsWrite(e) && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns
-}
-
-// proxy forwards TCP to the API server; stall holds every byte in both
-// directions until resume, which delivers them.
-type proxy struct {
-	addr    string
-	mu      sync.Mutex
-	cond    *sync.Cond
-	stalled bool
-}
-
-func startProxy(t *testing.T, host string) *proxy {
-	t.Helper()
-	u, err := url.Parse(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	p := &proxy{addr: l.Addr().String()}
-	p.cond = sync.NewCond(&p.mu)
-	t.Cleanup(p.resume)
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", u.Host)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			go p.pipe(out, in)
-			go p.pipe(in, out)
-		}
-	}()
-	return p
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			for p.stalled {
-				p.cond.Wait()
-			}
-			p.mu.Unlock()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return
-			}
-			return
-		}
-	}
-}
-
-func (p *proxy) stall() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stalled = true
-}
-
-func (p *proxy) resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stalled = false
-	p.cond.Broadcast()
 }
