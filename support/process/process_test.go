@@ -19,6 +19,9 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil || cfg.Host != "https://127.0.0.1:6443" {
 		t.Fatalf("LoadConfig(%s) = %v, %v", path, cfg, err)
 	}
+	if cfg.QPS >= 0 {
+		t.Errorf("QPS %v: a --kubeconfig must not bring back client-go's default rate limit", cfg.QPS)
+	}
 	if _, err := LoadConfig(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "failed to load kubeconfig") {
 		t.Fatalf("a missing file: %v", err)
 	}
