@@ -1,0 +1,277 @@
+package main
+
+import (
+	"debug/buildinfo"
+	"flag"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/discovery"
+
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// configResult is what one configuration measured.
+type configResult struct {
+	cfg                 configuration
+	steady              steadyResult
+	graceful, crash     []time.Duration
+	failedSamples       []string
+	violations          []string
+	exampleCrash        *group
+	exampleGraceful     *group
+	transitionsInSteady int
+}
+
+func (r *results) perConfiguration() []configResult {
+	var out []configResult
+	for _, cfg := range configurations {
+		cr := configResult{cfg: cfg}
+		sg := r.steady[cfg.key]
+		cr.steady = steady(r.requests[sg.ns], r.windowStart, r.windowEnd)
+		hs, v := holdings(sg, r.requests[sg.ns])
+		cr.violations = append(cr.violations, v...)
+		for _, h := range hs {
+			if in(h.from, r.windowStart, r.windowEnd) {
+				cr.transitionsInSteady++
+			}
+		}
+		for _, g := range r.samples[cfg.key] {
+			_, v := holdings(g, r.requests[g.ns])
+			cr.violations = append(cr.violations, v...)
+			if g.err != nil || g.new == nil {
+				cr.failedSamples = append(cr.failedSamples, fmt.Sprintf("%s: %v", g.ns, g.err))
+				continue
+			}
+			switch g.kind {
+			case kindGraceful:
+				cr.graceful = append(cr.graceful, g.takeover())
+				if cr.exampleGraceful == nil {
+					cr.exampleGraceful = g
+				}
+			case kindCrash:
+				cr.crash = append(cr.crash, g.takeover())
+				if cr.exampleCrash == nil {
+					cr.exampleCrash = g
+				}
+			}
+		}
+		out = append(out, cr)
+	}
+	return out
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func maxOf(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return slices.Max(ds)
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	default:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		if a == 0 {
+			return "n/a (both 0)"
+		}
+		return "∞"
+	}
+	return fmt.Sprintf("%.3f", a/b)
+}
+
+func (r *results) markdown(machine, command string, wall time.Duration) (string, []string) {
+	crs := r.perConfiguration()
+	var failures []string
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	w("## Leader election: our elector against client-go's, with three anchor timings\n\n")
+	w("Command: `%s`. Machine: %s. Wall time: %s.\n\n", command, machine, wall)
+	w("Four configurations in one run, on one API server, three candidates each, every candidate its own API user: ")
+	w("client-go's `LeaderElector` with a `LeaseLock` at client-go's default timings (15/10/2: lease duration, renew deadline, retry period in seconds), HyperShift's (60/40/15) and library-go's (137/107/26), ")
+	w("and ours (`support/leaderelection`, `config.DefaultControlPlaneOperatorElection`: 60/45/2, renew every 30s). ")
+	w("Per configuration, all at once in namespaces of their own: a steady group counted over a %s window (after %s of settling), ", *window, *settle)
+	w("%d graceful samples (the leader's context is cancelled with release on: client-go's `ReleaseOnCancel`, our `NoRelease: false`) ", *samples)
+	w("and %d crash samples (cancelled with release off: the Lease stays held, as when the process dies). ", *samples)
+	w("A sample's leader is stopped at a random point of its renew period, 3s or more after it started leading; handover and takeover run from that cancel to a standby's \"started leading\" callback. ")
+	w("Lease requests are counted from the API server's audit log, by user: the holder's successful creates and updates, and the other candidates' gets and lists (reads, per follower) and watches (long-lived streams, counted apart). ")
+	w("\"Never two holders\" replays every namespace's successful Lease writes from the audit log: a candidate may write the Lease another holds only after that one released it or after its last write plus the lease duration.\n\n")
+
+	w("| configuration | timings | leader Lease writes/min | follower Lease reads/min (each) | follower watch requests in window (open through it) | graceful handover median (max) | crash takeover median (max) | never two holders |\n")
+	w("|---|---|---|---|---|---|---|---|\n")
+	for _, cr := range crs {
+		st := cr.steady
+		never := "✓"
+		if len(cr.violations) > 0 {
+			never = fmt.Sprintf("**%d violations**", len(cr.violations))
+			failures = append(failures, cr.violations...)
+		}
+		name := cr.cfg.name
+		if !cr.cfg.anchor {
+			name = "**" + name + "**"
+		}
+		w("| %s | %s | %.2f | %.2f | %d (%d) | %s (%s) | %s (%s) | %s |\n", name, cr.cfg.timingsText(),
+			st.leaderWritesPerMin(), st.followerReadsPerMin(), st.followerWatches, st.openWatches,
+			dur(median(cr.graceful)), dur(maxOf(cr.graceful)), dur(median(cr.crash)), dur(maxOf(cr.crash)), never)
+		for _, f := range cr.failedSamples {
+			failures = append(failures, cr.cfg.name+": sample failed: "+f)
+		}
+		if cr.transitionsInSteady > 0 {
+			failures = append(failures, fmt.Sprintf("%s: the steady group changed holder %d times in the window", cr.cfg.name, cr.transitionsInSteady))
+		}
+	}
+	w("\nSamples per configuration: %d graceful, %d crash (failed samples: %d).", *samples, *samples, countFailed(crs))
+	w(" Followers' reads in the steady window are per follower (two per group); client-go's followers poll every retry period plus a jitter of up to 1.2 of it.\n\n")
+
+	ours := crs[len(crs)-1]
+	w("Ours / anchor (below 1: ours is lower):\n\n")
+	w("| ours / anchor | leader writes/min | follower reads/min | graceful handover median | crash takeover median | crash takeover max |\n")
+	w("|---|---|---|---|---|---|\n")
+	for _, cr := range crs[:len(crs)-1] {
+		w("| ours / %s | %s | %s | %s | %s | %s |\n", cr.cfg.name,
+			ratio(ours.steady.leaderWritesPerMin(), cr.steady.leaderWritesPerMin()),
+			ratio(ours.steady.followerReadsPerMin(), cr.steady.followerReadsPerMin()),
+			ratio(median(ours.graceful).Seconds(), median(cr.graceful).Seconds()),
+			ratio(median(ours.crash).Seconds(), median(cr.crash).Seconds()),
+			ratio(maxOf(ours.crash).Seconds(), maxOf(cr.crash).Seconds()))
+	}
+
+	ld := ours.cfg.timings.LeaseDuration
+	type goal struct {
+		what, required, measured string
+		ok                       bool
+	}
+	goals := []goal{
+		{"leader Lease writes/min", "≤ 2", fmt.Sprintf("%.2f", ours.steady.leaderWritesPerMin()), ours.steady.leaderWritesPerMin() <= 2},
+		{"follower Lease reads in the window", "0", fmt.Sprintf("%d", ours.steady.followerReads), ours.steady.followerReads == 0},
+		{"graceful handover (max)", "≤ 1 s", dur(maxOf(ours.graceful)), len(ours.graceful) > 0 && maxOf(ours.graceful) <= time.Second},
+		{"crash takeover (max)", fmt.Sprintf("≤ LD + 1s = %s", dur(ld+time.Second)), dur(maxOf(ours.crash)), len(ours.crash) > 0 && maxOf(ours.crash) <= ld+time.Second},
+	}
+	w("\nGoals for ours at LD %s:\n\n| goal | required | measured | |\n|---|---|---|---|\n", seconds(ld))
+	for _, g := range goals {
+		verdict := "met"
+		if !g.ok {
+			verdict = "**missed**"
+			failures = append(failures, fmt.Sprintf("goal missed: %s: %s, required %s", g.what, g.measured, g.required))
+		}
+		w("| %s | %s | %s | %s |\n", g.what, g.required, g.measured, verdict)
+	}
+
+	w("\nEvery sample, in seconds from the cancel to a standby leading:\n\n| configuration | graceful handover | crash takeover |\n|---|---|---|\n")
+	for _, cr := range crs {
+		w("| %s | %s | %s |\n", cr.cfg.name, list(cr.graceful), list(cr.crash))
+	}
+	w("\nSteady window, all Lease requests: ")
+	for i, cr := range crs {
+		if i > 0 {
+			w("; ")
+		}
+		st := cr.steady
+		w("%s: leader %d (writes %d), followers' reads %d, watches %d, writes %d", cr.cfg.name, st.leaderRequests, st.leaderWrites, st.followerReads, st.followerWatches, st.followerWrites)
+	}
+	w(".\n\n")
+	w("![Lease requests and holder during one crash takeover and one graceful handover per configuration](%s)\n\n", chartFile)
+	w("The chart ([%s](%s)) shows one crash sample (left, on a common time axis) and one graceful sample (right) per configuration, from the audit log: each candidate's Lease writes (squares; hollow when refused) and reads (circles), watch requests (triangles, with a line while the stream is open), and who holds the Lease (bars; hatched while it still names the stopped leader). Time 0 is the leader's stop; the dashed line is a standby's \"started leading\".\n", chartFile, chartFile)
+	if len(failures) > 0 {
+		w("\nFailures:\n\n")
+		for _, f := range failures {
+			w("- %s\n", f)
+		}
+	}
+	return b.String(), failures
+}
+
+func countFailed(crs []configResult) int {
+	n := 0
+	for _, cr := range crs {
+		n += len(cr.failedSamples)
+	}
+	return n
+}
+
+func list(ds []time.Duration) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%.3f", d.Seconds()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// commandLine is how this run was started.
+func commandLine() string {
+	var set []string
+	flag.Visit(func(f *flag.Flag) { set = append(set, "-"+f.Name+"="+f.Value.String()) })
+	if len(set) == 0 {
+		return "make bench-election"
+	}
+	return "go run ./test/bench/election " + strings.Join(set, " ")
+}
+
+// describeMachine names the CPUs, Go and the API server's version.
+func describeMachine(env *testenv.Env) string {
+	parts := []string{fmt.Sprintf("%d CPUs (nproc)", runtime.NumCPU())}
+	out, err := exec.Command("go", "version").Output()
+	if fields := strings.Fields(string(out)); err == nil && len(fields) >= 4 {
+		parts = append(parts, "Go "+strings.TrimPrefix(fields[2], "go")+" "+fields[3])
+	} else {
+		parts = append(parts, "Go "+strings.TrimPrefix(runtime.Version(), "go"))
+	}
+	if v := apiServerVersion(env); v != "" {
+		parts = append(parts, "kube-apiserver "+v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// apiServerVersion is the version the API server reports or, when it was
+// built without version stamps, the k8s.io/kubernetes version it was built
+// from.
+func apiServerVersion(env *testenv.Env) string {
+	var reported string
+	if dc, err := discovery.NewDiscoveryClientForConfig(env.Config); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			reported = v.GitVersion
+		}
+	}
+	if reported != "" && !strings.HasPrefix(reported, "v0.0.0") {
+		return reported
+	}
+	dir, err := testenv.BinaryAssetsDirectory()
+	if err != nil {
+		return reported
+	}
+	info, err := buildinfo.ReadFile(filepath.Join(dir, "kube-apiserver"))
+	if err != nil {
+		return reported
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == "k8s.io/kubernetes" {
+			return dep.Version + " (k8s.io/kubernetes module; the binary reports " + reported + ")"
+		}
+	}
+	return reported
+}
