@@ -118,6 +118,17 @@ func heldBy(id string, renewed time.Time) func(*coordinationv1.Lease) {
 	}
 }
 
+// leader starts candidate "a" on an empty API and waits until it leads
+// and waits for its next renewal.
+func leader(t *testing.T) (*fakeAPI, *clocktesting.FakeClock, *candidate, context.Context) {
+	t.Helper()
+	api, clk := newFakeAPI(), newClock()
+	a := start(t, api, clk, "a", false)
+	leadCtx := a.awaitLead(t)
+	a.settle(t)
+	return api, clk, a, leadCtx
+}
+
 func newClock() *clocktesting.FakeClock {
 	return clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
 }
@@ -142,10 +153,7 @@ func TestAcquireWhenMissing(t *testing.T) {
 }
 
 func TestRenewEveryRenewInterval(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, _ := leader(t)
 	clk.Step(timings.Renew() - time.Millisecond)
 	a.settle(t)
 	if n := api.count("update"); n != 0 {
@@ -173,10 +181,7 @@ func TestRenewEveryRenewInterval(t *testing.T) {
 }
 
 func TestFastRetryAfterAFailedRenewal(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, _ := leader(t)
 	api.setFail("update", apierrors.NewServiceUnavailable("etcd is slow"))
 	clk.Step(timings.Renew())
 	if w := a.settle(t); w.d != timings.RetryPeriod {
@@ -198,10 +203,7 @@ func TestFastRetryAfterAFailedRenewal(t *testing.T) {
 }
 
 func TestStepDownAtTheRenewDeadline(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	leadCtx := a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, leadCtx := leader(t)
 	acquired := clk.Now()
 	api.setFail("update", apierrors.NewServiceUnavailable("etcd is down"))
 	for clk.Now().Sub(acquired) < timings.RenewDeadline-time.Millisecond {
@@ -266,10 +268,7 @@ func TestFollowerWatchesAndTakesOverAtExpiry(t *testing.T) {
 }
 
 func TestReleaseIsSeenAtOnce(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, _ := leader(t)
 	b := start(t, api, clk, "b", false)
 	b.settle(t)
 	a.cancel()
@@ -305,10 +304,7 @@ func TestReleaseOrder(t *testing.T) {
 }
 
 func TestReleaseOnlyWhenStillHolder(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, _ := leader(t)
 	// Another candidate took the Lease, and a has not heard yet.
 	api.mute()
 	api.write(heldBy("c", clk.Now()))
@@ -325,10 +321,7 @@ func TestReleaseOnlyWhenStillHolder(t *testing.T) {
 }
 
 func TestDeposedLeaderLearnsThroughTheWatch(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	leadCtx := a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, leadCtx := leader(t)
 	api.write(heldBy("intruder", clk.Now()))
 	err := a.awaitExit(t)
 	if !errors.Is(err, ErrLost) || leadCtx.Err() == nil {
@@ -340,10 +333,7 @@ func TestDeposedLeaderLearnsThroughTheWatch(t *testing.T) {
 }
 
 func TestDeletedLeaseEndsLeading(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, _, a, _ := leader(t)
 	api.delete()
 	if err := a.awaitExit(t); !errors.Is(err, ErrLost) {
 		t.Fatalf("err %v", err)
@@ -375,10 +365,7 @@ func TestConflictingCandidatesOneWins(t *testing.T) {
 }
 
 func TestRenewalConflictWithItselfIsAdopted(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, _ := leader(t)
 	// Someone changes the Lease but not its holder (a label, say), and a
 	// misses the event: its renewal conflicts, it reads, and keeps leading.
 	api.mute()

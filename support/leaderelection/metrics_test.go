@@ -10,10 +10,7 @@ import (
 )
 
 func TestMetrics(t *testing.T) {
-	api, clk := newFakeAPI(), newClock()
-	a := start(t, api, clk, "a", false)
-	a.awaitLead(t)
-	a.settle(t)
+	api, clk, a, _ := leader(t)
 	b := start(t, api, clk, "b", false)
 	b.settle(t)
 	clk.Step(10 * time.Second)
