@@ -126,7 +126,7 @@ func run() int {
 		<-ctx.Done()
 		stop() // a second Ctrl-C ends the process at once
 	}()
-	machine := describeMachine(env)
+	machine := report.Machine(env)
 	fmt.Printf("machine: %s\n", machine)
 
 	res, err := measure(ctx, env)
@@ -135,7 +135,7 @@ func run() int {
 		return 1
 	}
 	wall := time.Since(begun).Round(time.Second)
-	markdown, failures := res.markdown(machine, commandLine(), wall)
+	markdown, failures := res.markdown(machine, report.CommandLine("make bench-election", "./test/bench/election"), wall)
 	fmt.Printf("\n%s\n", markdown)
 	fmt.Printf("wall time: %s\n", wall)
 	if *writeReport {

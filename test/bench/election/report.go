@@ -1,19 +1,10 @@
 package main
 
 import (
-	"debug/buildinfo"
-	"flag"
 	"fmt"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/discovery"
-
-	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 // configResult is what one configuration measured.
@@ -220,58 +211,4 @@ func list(ds []time.Duration) string {
 		parts = append(parts, fmt.Sprintf("%.3f", d.Seconds()))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// commandLine is how this run was started.
-func commandLine() string {
-	var set []string
-	flag.Visit(func(f *flag.Flag) { set = append(set, "-"+f.Name+"="+f.Value.String()) })
-	if len(set) == 0 {
-		return "make bench-election"
-	}
-	return "go run ./test/bench/election " + strings.Join(set, " ")
-}
-
-// describeMachine names the CPUs, Go and the API server's version.
-func describeMachine(env *testenv.Env) string {
-	parts := []string{fmt.Sprintf("%d CPUs (nproc)", runtime.NumCPU())}
-	out, err := exec.Command("go", "version").Output()
-	if fields := strings.Fields(string(out)); err == nil && len(fields) >= 4 {
-		parts = append(parts, "Go "+strings.TrimPrefix(fields[2], "go")+" "+fields[3])
-	} else {
-		parts = append(parts, "Go "+strings.TrimPrefix(runtime.Version(), "go"))
-	}
-	if v := apiServerVersion(env); v != "" {
-		parts = append(parts, "kube-apiserver "+v)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// apiServerVersion is the version the API server reports or, when it was
-// built without version stamps, the k8s.io/kubernetes version it was built
-// from.
-func apiServerVersion(env *testenv.Env) string {
-	var reported string
-	if dc, err := discovery.NewDiscoveryClientForConfig(env.Config); err == nil {
-		if v, err := dc.ServerVersion(); err == nil {
-			reported = v.GitVersion
-		}
-	}
-	if reported != "" && !strings.HasPrefix(reported, "v0.0.0") {
-		return reported
-	}
-	dir, err := testenv.BinaryAssetsDirectory()
-	if err != nil {
-		return reported
-	}
-	info, err := buildinfo.ReadFile(filepath.Join(dir, "kube-apiserver"))
-	if err != nil {
-		return reported
-	}
-	for _, dep := range info.Deps {
-		if dep.Path == "k8s.io/kubernetes" {
-			return dep.Version + " (k8s.io/kubernetes module; the binary reports " + reported + ")"
-		}
-	}
-	return reported
 }

@@ -11,13 +11,11 @@
 package electorload
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -332,23 +331,10 @@ func count(events []auditv1.Event, ns string, from, to time.Time) tally {
 	return t
 }
 
-// procStatus returns a field of /proc/self/status in MiB, e.g. VmRSS.
+// procStatus returns a field of /proc/self/status, e.g. VmRSS.
 func procStatus(key string) string {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return "n/a"
-	}
-	defer func() { _ = f.Close() }()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		k, v, ok := strings.Cut(s.Text(), ":")
-		if !ok || k != key {
-			continue
-		}
-		var kb int64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
-			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
-		}
+	if v := report.ProcField("/proc/self/status", key); v != "" {
+		return v
 	}
 	return "n/a"
 }

@@ -1,0 +1,133 @@
+package report
+
+import (
+	"bufio"
+	"debug/buildinfo"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"k8s.io/client-go/discovery"
+
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// CommandLine is how this run was started: target (e.g. `make
+// bench-scale`) when no flag was set, else `go run pkg` with the flags that
+// were set.
+func CommandLine(target, pkg string) string {
+	var set []string
+	flag.Visit(func(f *flag.Flag) { set = append(set, "-"+f.Name+"="+f.Value.String()) })
+	if len(set) == 0 {
+		return target
+	}
+	return "go run " + pkg + " " + strings.Join(set, " ")
+}
+
+// Machine names the CPUs, memory, Go and the API server's and etcd's
+// versions.
+func Machine(env *testenv.Env) string {
+	parts := []string{fmt.Sprintf("%d CPUs", runtime.NumCPU())}
+	if model := ProcField("/proc/cpuinfo", "model name"); model != "" {
+		parts[0] += " (" + model + ")"
+	}
+	if mem := ProcField("/proc/meminfo", "MemTotal"); mem != "" {
+		parts = append(parts, mem+" memory")
+	}
+	parts = append(parts, "Go "+goVersion())
+	if v := apiServerVersion(env); v != "" {
+		parts = append(parts, "kube-apiserver "+v)
+	}
+	if v := etcdVersion(); v != "" {
+		parts = append(parts, "etcd "+v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// goVersion is `go version`'s answer, else the version this was built with.
+func goVersion() string {
+	out, err := exec.Command("go", "version").Output()
+	if fields := strings.Fields(string(out)); err == nil && len(fields) >= 4 {
+		return strings.TrimPrefix(fields[2], "go") + " " + fields[3]
+	}
+	return strings.TrimPrefix(runtime.Version(), "go") + " " + runtime.GOOS + "/" + runtime.GOARCH
+}
+
+// apiServerVersion is the version the API server reports or, when it was
+// built without version stamps (as `make testbin` builds it), the version of
+// k8s.io/kubernetes it was built from.
+func apiServerVersion(env *testenv.Env) string {
+	var reported string
+	if dc, err := discovery.NewDiscoveryClientForConfig(env.Config); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			reported = v.GitVersion
+		}
+	}
+	if reported != "" && !strings.HasPrefix(reported, "v0.0.0") {
+		return reported
+	}
+	dir, err := testenv.BinaryAssetsDirectory()
+	if err != nil {
+		return reported
+	}
+	info, err := buildinfo.ReadFile(filepath.Join(dir, "kube-apiserver"))
+	if err != nil {
+		return reported
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == "k8s.io/kubernetes" {
+			return dep.Version
+		}
+	}
+	return reported
+}
+
+func etcdVersion() string {
+	dir, err := testenv.BinaryAssetsDirectory()
+	if err != nil {
+		return ""
+	}
+	out, err := exec.Command(filepath.Join(dir, "etcd"), "--version").Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd Version: "); ok {
+			return "v" + strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// ProcField returns the value of the first "key: value" line of a /proc
+// file, e.g. MemTotal of /proc/meminfo, made readable.
+func ProcField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		k, v, ok := strings.Cut(scanner.Text(), ":")
+		if !ok || strings.TrimSpace(k) != key {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if kb, ok := strings.CutSuffix(v, " kB"); ok {
+			var n int64
+			if _, err := fmt.Sscan(kb, &n); err == nil {
+				if n < 1<<20 {
+					return fmt.Sprintf("%.0f MiB", float64(n)/(1<<10))
+				}
+				return fmt.Sprintf("%.1f GiB", float64(n)/(1<<20))
+			}
+		}
+		return strings.Join(strings.Fields(v), " ")
+	}
+	return ""
+}

@@ -1,0 +1,201 @@
+// The hostedclusters part: its flags, the state of one run, and the run
+// itself from start to report (see the package comment in main.go).
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// hcOptions are the hostedclusters part's flags.
+type hcOptions struct {
+	count, namespaces, creators  int
+	poll, quiet, convergeTimeout time.Duration
+	binary                       string
+	kubeconfigFlag               bool
+}
+
+var hcFlags hcOptions
+
+func init() {
+	flag.IntVar(&hcFlags.count, "hostedclusters", 1000, "How many HostedClusters to create.")
+	flag.IntVar(&hcFlags.namespaces, "hostedcluster-namespaces", 10, "How many namespaces to spread the HostedClusters over.")
+	flag.IntVar(&hcFlags.creators, "creators", 16, "How many HostedClusters are created concurrently.")
+	flag.DurationVar(&hcFlags.poll, "poll", 2*time.Second, "How often to LIST, as admin, what the hypershift-operator created.")
+	flag.DurationVar(&hcFlags.quiet, "quiet", 2*time.Minute, "How long to count the hypershift-operator's writes once everything converged (at least 2m for the report).")
+	flag.DurationVar(&hcFlags.convergeTimeout, "converge-timeout", 45*time.Minute, "Fail when the HostedClusters have not converged this long after the first create.")
+	flag.StringVar(&hcFlags.binary, "operator-binary", "", "The hypershift-operator binary (default bin/hypershift-operator, or one built from the source when that is missing or older than the source).")
+	flag.BoolVar(&hcFlags.kubeconfigFlag, "operator-kubeconfig-flag", false, "Give the hypershift-operator its kubeconfig with --kubeconfig instead of $KUBECONFIG; client-go's default client-side rate limit (5 requests/s, burst 10, per REST client, of which controller-runtime makes one per resource) then applies, which the $KUBECONFIG and in-cluster paths turn off.")
+}
+
+const (
+	// operatorNamespace is the HO's namespace, where its Lease lives.
+	operatorNamespace = "hypershift"
+	// operatorUser is the HO's user in the audit log.
+	operatorUser = "hypershift-operator"
+	// operatorPod is the HO's POD_NAME, so its Lease's holder identity.
+	operatorPod = "hypershift-operator-0"
+	// releaseVersion is the version of the release payload the
+	// HostedClusters name.
+	releaseVersion = "4.17.0"
+	// minQuiet is the shortest quiet window the report accepts.
+	minQuiet = 2 * time.Minute
+)
+
+// hcRun is one run of the hostedclusters part.
+type hcRun struct {
+	env     *testenv.Env
+	admin   client.Client
+	fencing bool
+	kinds   []objectKind
+	// clusters are the HostedClusters to create, with their pull secrets.
+	clusters []*hyperv1.HostedCluster
+	secrets  []*corev1.Secret
+	// owner maps "resource key" of every expected object to its
+	// HostedCluster's index.
+	owner map[string]int
+	ho    *process
+	// metricsURL is the HO's metrics endpoint.
+	metricsURL string
+	logDir     string
+	// election are the HO's own election timings (its flags' defaults).
+	election string
+
+	// The milestones.
+	operatorStarted, firstCreate, allCreated, firstComplete, allObjects, settled, drained, quietStart, quietEnd time.Time
+	// cpuAt are the HO's CPU time at the first create, at the start of the
+	// quiet window and at its end.
+	cpuAtFirstCreate, cpuAtQuietStart, cpuAtQuietEnd time.Duration
+}
+
+// hostedClusters runs the hostedclusters part: see the package comment.
+func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err error) {
+	o := hcFlags
+	switch {
+	case o.count < 1 || o.namespaces < 1 || o.creators < 1:
+		return "", fmt.Errorf("-hostedclusters, -hostedcluster-namespaces and -creators must be positive")
+	case o.poll <= 0 || o.quiet <= 0:
+		return "", fmt.Errorf("-poll and -quiet must be positive")
+	}
+	if o.quiet < minQuiet {
+		fmt.Printf("WARNING: -quiet=%s is shorter than the %s the report asks for\n", o.quiet, minQuiet)
+	}
+	r := &hcRun{env: env, owner: map[string]int{}}
+	adminConfig := rest.CopyConfig(env.Config)
+	adminConfig.QPS, adminConfig.Burst = -1, 0
+	if r.admin, err = client.New(adminConfig, client.Options{Scheme: env.Scheme}); err != nil {
+		return "", fmt.Errorf("failed to create the admin client: %w", err)
+	}
+	if r.logDir, err = os.MkdirTemp("", "bench-scale-"); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "the hypershift-operator's log is kept in %s\n", r.logDir)
+			return
+		}
+		_ = os.RemoveAll(r.logDir)
+	}()
+
+	// The release payload every HostedCluster names, from a registry in
+	// this process; the HO reads it over plain HTTP on 127.0.0.1.
+	server := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer server.Close()
+	host := strings.TrimPrefix(server.URL, "http://")
+	releaseImage, err := pushRelease(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	if r.fencing, err = fencingSupported(env.Config); err != nil {
+		return "", err
+	}
+	for _, k := range objectKinds {
+		if !k.fencing || r.fencing {
+			r.kinds = append(r.kinds, k)
+		}
+	}
+	r.plan(o.count, o.namespaces, releaseImage, releasetest.DockerConfigJSON(host, "bench", "bench"))
+
+	// The HO, its RSS sampled every second until the part ends.
+	binary, removeBinary, err := operatorBinary(o.binary)
+	if err != nil {
+		return "", err
+	}
+	defer removeBinary()
+	defer func() {
+		if r.ho == nil {
+			return
+		}
+		if stopErr := r.ho.stop(30 * time.Second); stopErr != nil && err == nil {
+			fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", stopErr)
+		}
+	}()
+	if err := r.startOperator(ctx, binary, o.kubeconfigFlag); err != nil {
+		return "", err
+	}
+	stopSampling := make(chan struct{})
+	defer close(stopSampling)
+	go r.ho.sampleMemory(time.Second, stopSampling)
+
+	if err := r.converge(ctx, o.creators, o.poll, o.convergeTimeout); err != nil {
+		return "", r.withLog(err)
+	}
+	settledMetrics, err := r.drain(ctx, 5*time.Minute)
+	if err != nil {
+		return "", r.withLog(err)
+	}
+	if err := r.quiet(ctx, o.quiet); err != nil {
+		return "", r.withLog(err)
+	}
+	endMetrics, err := scrapeMetrics(r.metricsURL)
+	if err != nil {
+		return "", fmt.Errorf("failed to read the hypershift-operator's metrics: %w", err)
+	}
+	rss, hwm, err := r.ho.memory()
+	if err != nil {
+		return "", fmt.Errorf("failed to read the hypershift-operator's memory: %w", err)
+	}
+	if err := r.ho.stop(30 * time.Second); err != nil {
+		fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", err)
+	}
+
+	events, err := env.AuditEvents()
+	if err != nil {
+		return "", err
+	}
+	res := r.analyze(requests(events))
+	res.rss, res.hwm, res.sampledRSS = rss, hwm, r.ho.sampledPeakRSS()
+	res.settledMetrics, res.endMetrics = settledMetrics, endMetrics
+	res.print()
+	markdown = res.markdown(o)
+	if n := len(res.quietOtherWrites); n > 0 {
+		return markdown, fmt.Errorf("the hypershift-operator wrote %d times (%.1f/min) while converged, other than renewing its own Lease: see above", n, res.perMinute(n))
+	}
+	return markdown, nil
+}
+
+// withLog adds the tail of the HO's log to err.
+func (r *hcRun) withLog(err error) error {
+	if r.ho == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w\n--- the hypershift-operator's log, last lines:\n%s", err, r.ho.logTail(4000))
+}

@@ -1,0 +1,235 @@
+// Setting up the hypershift-operator for the hostedclusters part: its user
+// and RBAC, its binary and process, the release payload it reads and
+// whether the API server supports fencing.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// startOperator creates the HO's namespace, user and RBAC, starts the HO
+// with its default settings and waits until it holds its Lease.
+func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag bool) error {
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser}}
+	electionRole := rbac.LeaderElectionRole(operatorNamespace)
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}},
+		rbac.ClusterRole(),
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: operatorUser},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.HypershiftOperatorName},
+			Subjects:   subjects,
+		},
+		electionRole,
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: operatorUser},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: electionRole.Name},
+			Subjects:   subjects,
+		},
+	}
+	for _, obj := range objects {
+		if err := r.admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	kubeconfig, err := r.env.AddUserKubeconfig(operatorUser)
+	if err != nil {
+		return err
+	}
+	metricsAddr, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	healthAddr, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	r.metricsURL = "http://" + metricsAddr + "/metrics"
+	args := []string{"run",
+		"--namespace=" + operatorNamespace,
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + healthAddr,
+	}
+	environ := []string{"POD_NAME=" + operatorPod}
+	if kubeconfigFlag {
+		args = append(args, "--kubeconfig="+kubeconfig)
+	} else {
+		// As in a pod: no --kubeconfig, so controller-runtime loads the
+		// config and turns client-side rate limiting off.
+		environ = append(environ, "KUBECONFIG="+kubeconfig)
+	}
+	if out, err := exec.CommandContext(ctx, binary, "version").CombinedOutput(); err == nil {
+		fmt.Printf("hypershift-operator: %s, %s\n", binary, strings.TrimSpace(string(out)))
+	}
+	r.operatorStarted = time.Now()
+	r.ho, err = startProcess("hypershift-operator", binary, args, environ, filepath.Join(r.logDir, "hypershift-operator.log"))
+	if err != nil {
+		return err
+	}
+	r.election = electionDefaults(ctx, binary)
+	fmt.Printf("hypershift-operator: pid %d, %s, log %s\n", r.ho.pid(), strings.Join(args, " "), r.ho.logPath)
+
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: operatorNamespace, Name: hyperv1.HypershiftOperatorLeaseName}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if done, exitErr := r.ho.exited(); done {
+			return r.withLog(fmt.Errorf("the hypershift-operator exited at start: %w", exitStatus(exitErr)))
+		}
+		err := r.admin.Get(ctx, key, lease)
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == operatorPod {
+			fmt.Printf("hypershift-operator: holds its Lease after %s\n", time.Since(r.operatorStarted).Round(time.Millisecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("the holder is %q", ptr.Deref(lease.Spec.HolderIdentity, ""))
+			}
+			return r.withLog(fmt.Errorf("the hypershift-operator did not take Lease %s within 2m: %w", key, err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// pushRelease pushes a release payload whose hypershift component (the CPO
+// image) is on the same registry, and returns its pull spec.
+func pushRelease(ctx context.Context, host string) (string, error) {
+	files, err := releasetest.BuildReleaseFiles(releaseVersion, map[string]string{
+		hostedcluster.ControlPlaneOperatorImageTag: host + "/hypershift:" + releaseVersion,
+	})
+	if err != nil {
+		return "", err
+	}
+	img, err := releasetest.BuildImage(files)
+	if err != nil {
+		return "", err
+	}
+	ref := host + "/ocp-release:" + releaseVersion
+	if _, err := releasetest.Push(ctx, ref, img, nil); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// fencingSupported asks the API server what the HO asks it before it
+// fences (Kubernetes 1.30 or later, serving ValidatingAdmissionPolicy); the
+// HostedClusters' LeaderFencing condition confirms the HO's answer.
+func fencingSupported(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	version, err := dc.ServerVersion()
+	if err != nil {
+		return false, fmt.Errorf("failed to read the API server's version: %w", err)
+	}
+	var major, minor int
+	_, _ = fmt.Sscan(version.Major, &major)
+	_, _ = fmt.Sscan(strings.TrimRight(version.Minor, "+"), &minor)
+	if major < 1 || (major == 1 && minor < 30) {
+		return false, nil
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
+	if err != nil {
+		return false, nil //nolint:nilerr // a missing API means no fencing
+	}
+	for _, res := range resources.APIResources {
+		if res.Name == "validatingadmissionpolicies" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// operatorBinary returns the HO binary to run: path when set, else
+// bin/hypershift-operator (which `make bench-scale` builds first) unless it
+// is missing or older than the source, else one built from the source now;
+// and a function that removes what it built.
+func operatorBinary(path string) (string, func(), error) {
+	if path != "" {
+		return path, func() {}, nil
+	}
+	root, err := testenv.RepositoryRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(root, "bin", "hypershift-operator")
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		fmt.Printf("%s is missing: building the hypershift-operator from the source\n", path)
+	case newerSource(root, info.ModTime()) != "":
+		fmt.Printf("%s is older than %s: building the hypershift-operator from the source\n", path, newerSource(root, info.ModTime()))
+	default:
+		return path, func() {}, nil
+	}
+	return testenv.BuildBinary("github.com/hypershift-le/hypershift/hypershift-operator")
+}
+
+// newerSource returns a Go file of the HO's module modified after t, if any.
+func newerSource(root string, t time.Time) string {
+	var newer string
+	for _, dir := range []string{"api", "hypershift-operator", "support"} {
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || newer != "" || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			if info, err := d.Info(); err == nil && info.ModTime().After(t) {
+				newer = path
+			}
+			return nil
+		})
+	}
+	return newer
+}
+
+// electionDefaults returns the defaults of the HO's own --leader-elect-*
+// flags, from the binary's help: "lease-duration 1m0s, ...".
+func electionDefaults(ctx context.Context, binary string) string {
+	out, err := exec.CommandContext(ctx, binary, "run", "--help").Output()
+	if err != nil {
+		return "unknown"
+	}
+	var found []string
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		name, ok := strings.CutPrefix(fields[0], "--leader-elect-")
+		i := strings.LastIndex(line, "(default ")
+		if !ok || i < 0 {
+			continue
+		}
+		found = append(found, name+" "+strings.TrimSuffix(line[i+len("(default "):], ")"))
+	}
+	return strings.Join(found, ", ")
+}

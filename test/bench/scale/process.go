@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is a child process this command started: it is killed if this
+// command dies, and stopped with SIGTERM (then SIGKILL) by stop.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error // the exit status, once done is closed
+
+	stopOnce sync.Once
+
+	mu sync.Mutex
+	// peakRSS is the largest VmRSS sampled, in bytes.
+	peakRSS int64
+}
+
+// startProcess runs binary with args and extra environment variables,
+// its output going to logPath.
+func startProcess(name, binary string, args, environ []string, logPath string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the log of %s: %w", name, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), environ...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The process dies with this command, even when it is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("failed to start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the process has ended, and its exit status.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// exitStatus is err, or "exit status 0" for a process that exited without
+// error.
+func exitStatus(err error) error {
+	if err == nil {
+		return errors.New("exit status 0")
+	}
+	return err
+}
+
+// stop sends SIGTERM, waits up to grace, then kills. It returns the exit
+// status. It may be called more than once.
+func (p *process) stop(grace time.Duration) error {
+	p.stopOnce.Do(func() {
+		if done, _ := p.exited(); done {
+			return
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			fmt.Fprintf(os.Stderr, "%s did not stop within %s of SIGTERM: killing it\n", p.name, grace)
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	<-p.done
+	return p.err
+}
+
+// memory reads the process's current (VmRSS) and peak (VmHWM) resident
+// memory, in bytes, from /proc/<pid>/status.
+func (p *process) memory() (rss, hwm int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.pid()))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		key, value, ok := strings.Cut(scanner.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(value)
+		if len(fields) != 2 || fields[1] != "kB" {
+			continue
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch key {
+		case "VmRSS":
+			rss = n << 10
+		case "VmHWM":
+			hwm = n << 10
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return 0, 0, err
+	}
+	if hwm == 0 {
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.pid())
+	}
+	return rss, hwm, nil
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
+// times: 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuTime reads the CPU time (user and system) the process has used so far
+// from /proc/<pid>/stat.
+func (p *process) cpuTime() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid()))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count from after it.
+	i := strings.LastIndexByte(string(data), ')')
+	fields := strings.Fields(string(data)[i+1:])
+	// utime and stime are fields 14 and 15 of the line, 12 and 13 after ")".
+	if i < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.pid(), data)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.pid(), data)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// sampleMemory records the peak VmRSS every interval until the process
+// ends or stop is closed. VmHWM is the kernel's own peak; the samples are a
+// cross-check, and what is left should the process be gone at the end.
+func (p *process) sampleMemory(interval time.Duration, stop <-chan struct{}) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if rss, _, err := p.memory(); err == nil {
+			p.mu.Lock()
+			p.peakRSS = max(p.peakRSS, rss)
+			p.mu.Unlock()
+		}
+		select {
+		case <-ticker.C:
+		case <-stop:
+			return
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *process) sampledPeakRSS() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peakRSS
+}
+
+// logTail returns the last n bytes of the process's output.
+func (p *process) logTail(n int64) string {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	if info, err := f.Stat(); err == nil && info.Size() > n {
+		_, _ = f.Seek(info.Size()-n, io.SeekStart)
+	}
+	data, _ := io.ReadAll(f)
+	return string(data)
+}
+
+// freeAddress returns a 127.0.0.1 address nothing listens on right now.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+// scrapeMetrics reads a Prometheus text endpoint into "name{labels}" ->
+// value.
+func scrapeMetrics(url string) (map[string]float64, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	metrics := map[string]float64{}
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		metrics[line[:i]] = v
+	}
+	return metrics, scanner.Err()
+}
+
+// metric sums the series of name whose labels hold every one of labels,
+// and reports whether there was one.
+func metric(m map[string]float64, name string, labels ...string) (float64, bool) {
+	var sum float64
+	found := false
+	for series, v := range m {
+		if series != name && !strings.HasPrefix(series, name+"{") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(series, l)
+		}
+		if ok {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
+}
+
+// mib formats bytes as MiB.
+func mib(bytes int64) string { return fmt.Sprintf("%.0f MiB", float64(bytes)/(1<<20)) }
