@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -20,8 +21,8 @@ import (
 type Applier struct {
 	// Client sends the apply requests.
 	Client client.Client
-	// Reader reads the live object; usually the manager's cache. Nil means
-	// Client.
+	// Reader reads the live object; nil means Client. With the manager's
+	// client, typed kinds are read from its cache.
 	Reader client.Reader
 	// FieldOwner is the server-side apply field manager.
 	FieldOwner string
@@ -51,9 +52,7 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 	if reader == nil {
 		reader = a.Client
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	err = reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	live, err := readLive(ctx, reader, scheme, gvk, desired)
 	switch {
 	case err == nil:
 		owned, err := ownsOnly(live, a.FieldOwner, want.Object)
@@ -75,6 +74,32 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 		return false, fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
 	return true, nil
+}
+
+// readLive reads the live object as its typed kind when the scheme knows
+// it, so that a cached reader (the manager's client) serves it from its
+// informer instead of the API server, and returns it as unstructured for
+// the comparison.
+func readLive(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, gvk schema.GroupVersionKind, desired client.Object) (*unstructured.Unstructured, error) {
+	key := client.ObjectKeyFromObject(desired)
+	typed, err := scheme.New(gvk)
+	obj, isObject := typed.(client.Object)
+	if _, isUnstructured := desired.(*unstructured.Unstructured); err != nil || !isObject || isUnstructured {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gvk)
+		return live, reader.Get(ctx, key, live)
+	}
+	if err := reader.Get(ctx, key, obj); err != nil {
+		return nil, err
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("failed to convert %T: %w", obj, err)
+	}
+	live := &unstructured.Unstructured{Object: raw}
+	// Typed objects read from a cache carry no apiVersion and kind.
+	live.SetGroupVersionKind(gvk)
+	return live, nil
 }
 
 // toUnstructured converts obj for an apply request: without status (written

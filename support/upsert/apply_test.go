@@ -1,6 +1,7 @@
 package upsert_test
 
 import (
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/support/upsert"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -98,5 +101,53 @@ func TestApply(t *testing.T) {
 	}
 	if writes != 3 {
 		t.Fatalf("the audit log shows %d writes, want 3", writes)
+	}
+}
+
+// TestApplyReadsFromTheCache applies through a manager-style cached client:
+// once converged, an apply makes no request at all, read or write, as the
+// audit log shows.
+func TestApplyReadsFromTheCache(t *testing.T) {
+	ns := env.Namespace(t)
+	user, err := env.AddUser("upsert-cached", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers, err := cache.New(user, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(t.Context()) }()
+	c, err := client.New(user, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := upsert.Applier{Client: c, FieldOwner: "upsert-cached"}
+	if _, err := a.Apply(t.Context(), deployment(ns, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the cache holds the applied object.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		changed, err := a.Apply(t.Context(), deployment(ns, 1))
+		if err == nil && changed {
+			err = errors.New("the apply was sent again")
+		}
+		return err
+	})
+	start := time.Now()
+	for range 5 {
+		if changed, err := a.Apply(t.Context(), deployment(ns, 1)); err != nil || changed {
+			t.Fatalf("a converged apply: changed %v, %v", changed, err)
+		}
+	}
+	time.Sleep(time.Second) // the audit log is written after the response
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.User.Username == "upsert-cached" && e.RequestReceivedTimestamp.After(start) && e.Verb != "watch" {
+			t.Errorf("a converged apply sent %s %s", e.Verb, e.RequestURI)
+		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
-	"github.com/hypershift-le/hypershift/support/upsert"
 )
 
 // ControlPlaneOperatorImageTag is the release payload's tag for the CPO image.
@@ -106,21 +105,18 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	}
 	setCondition(s.hc, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
 
+	// The manager's client reads Secrets past its cache (ClientOptions)
+	// and every other kind from it.
 	apply := r.applier()
-	secrets := upsert.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: FieldOwner}
-	steps := []struct {
-		applier upsert.Applier
-		obj     client.Object
-	}{
-		{apply, render.Namespace(in)},
-		{secrets, render.PullSecret(in, s.pullSecret)},
-		{apply, render.HostedControlPlane(in)},
-		{apply, render.ControlPlaneOperatorServiceAccount(in)},
-		{apply, render.ControlPlaneOperatorRole(in)},
-		{apply, render.ControlPlaneOperatorRoleBinding(in)},
-	}
-	for _, step := range steps {
-		if _, err := step.applier.Apply(ctx, step.obj); err != nil {
+	for _, obj := range []client.Object{
+		render.Namespace(in),
+		render.PullSecret(in, s.pullSecret),
+		render.HostedControlPlane(in),
+		render.ControlPlaneOperatorServiceAccount(in),
+		render.ControlPlaneOperatorRole(in),
+		render.ControlPlaneOperatorRoleBinding(in),
+	} {
+		if _, err := apply.Apply(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
