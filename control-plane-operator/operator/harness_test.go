@@ -41,16 +41,7 @@ const (
 // TestMain builds the control-plane-operator binary from this repository and
 // starts the test control plane with its audit log.
 func TestMain(m *testing.M) {
-	var cleanup func()
-	var err error
-	binary, cleanup, err = testenv.BuildBinary("github.com/hypershift-le/hypershift/control-plane-operator")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		os.Exit(1)
-	}
-	code := testenv.Main(m, testenv.Options{AuditLog: true}, &env)
-	cleanup()
-	os.Exit(code)
+	os.Exit(testenv.MainWithBinary(m, "github.com/hypershift-le/hypershift/control-plane-operator", &binary, testenv.Options{AuditLog: true}, &env))
 }
 
 // controlPlane is one control-plane namespace as the hypershift-operator

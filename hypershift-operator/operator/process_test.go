@@ -38,16 +38,7 @@ var (
 // TestMain builds the hypershift-operator binary from this repository and
 // starts the test control plane with its audit log.
 func TestMain(m *testing.M) {
-	var cleanup func()
-	var err error
-	binary, cleanup, err = testenv.BuildBinary("github.com/hypershift-le/hypershift/hypershift-operator")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		os.Exit(1)
-	}
-	code := testenv.Main(m, testenv.Options{AuditLog: true}, &env)
-	cleanup()
-	os.Exit(code)
+	os.Exit(testenv.MainWithBinary(m, "github.com/hypershift-le/hypershift/hypershift-operator", &binary, testenv.Options{AuditLog: true}, &env))
 }
 
 // process is one hypershift-operator process running as its own user.

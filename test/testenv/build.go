@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // BuildBinary builds the main package pkg of this repository into a
@@ -29,4 +30,17 @@ func BuildBinary(pkg string, tags ...string) (string, func(), error) {
 		return "", nil, fmt.Errorf("failed to build %s: %w", pkg, err)
 	}
 	return binary, cleanup, nil
+}
+
+// MainWithBinary is Main for tests that run pkg as a real process: it
+// builds pkg into *binary first, and removes it after the tests.
+func MainWithBinary(m *testing.M, pkg string, binary *string, opts Options, env **Env) int {
+	path, cleanup, err := BuildBinary(pkg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	defer cleanup()
+	*binary = path
+	return Main(m, opts, env)
 }

@@ -1,0 +1,67 @@
+// Package hotest runs the HostedCluster controller inside a test process,
+// with the cache and client options the hypershift-operator runs with, so
+// that tests of the controller and of the CLI exercise the same setup.
+package hotest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+)
+
+// StartOperator runs the HostedCluster controller as cfg's user until the
+// test ends, with no election, metrics or probes. mutate, when set,
+// changes the reconciler before it starts (its TeardownTimeout is 3s).
+func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Reconciler)) {
+	t.Helper()
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  hostedcluster.CacheOptions(),
+		Client:                 hostedcluster.ClientOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &hostedcluster.Reconciler{
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Releases:        releaseinfo.NewRegistryProvider(),
+		Election:        config.DefaultControlPlaneOperatorElection,
+		Recorder:        mgr.GetEventRecorder(hostedcluster.FieldOwner),
+		TeardownTimeout: 3 * time.Second,
+	}
+	if mutate != nil {
+		mutate(r)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the operator stopped with an error: %v", err)
+		}
+	})
+}
