@@ -27,7 +27,6 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
-	"github.com/hypershift-le/hypershift/support/process"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -135,13 +134,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	identity := ""
-	if elector != nil {
-		identity = elector.Identity()
-	}
-	if err := process.AddProbes(mgr); err != nil {
-		return err
-	}
+	identity := elector.Identity()
 	log := ctrl.LoggerFrom(ctx)
 	if err := mgr.Add(leaderRunnable{log: log.Info, identity: identity}); err != nil {
 		return fmt.Errorf("failed to add the leader gauge: %w", err)

@@ -20,7 +20,6 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
-	"github.com/hypershift-le/hypershift/support/process"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -137,13 +136,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	identity := ""
-	if elector != nil {
-		identity = elector.Identity()
-	}
-	if err := process.AddProbes(mgr); err != nil {
-		return err
-	}
+	identity := elector.Identity()
 
 	fencing, err := detectFencing(restConfig, o.EnableFencing)
 	if err != nil {

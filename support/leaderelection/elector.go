@@ -106,8 +106,14 @@ func newElector(cfg Config, api leaseAPI) *Elector {
 	}
 }
 
-// Identity is the candidate's holder identity.
-func (e *Elector) Identity() string { return e.identity }
+// Identity is the candidate's holder identity; "" for a nil elector
+// (election off).
+func (e *Elector) Identity() string {
+	if e == nil {
+		return ""
+	}
+	return e.identity
+}
 
 // Status returns what the elector knows now.
 func (e *Elector) Status() Status {

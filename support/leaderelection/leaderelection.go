@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/process"
 )
 
 // PodNameEnv is the environment variable (downward API metadata.name) whose
@@ -62,19 +63,22 @@ type Election struct {
 	Timings config.LeaderElection
 }
 
-// NewManager returns a controller-runtime manager that serves health and
-// metrics and syncs its caches on every replica, and starts the runnables
+// NewManager returns a controller-runtime manager that serves health
+// (process.AddProbes) and metrics and syncs its caches on every replica, and starts the runnables
 // that need leader election (controllers, by controller-runtime's rule)
 // only while this replica leads. Added runnables go through the returned
 // manager. Leading ends the manager's Start with an error wrapping ErrLost
 // when the Lease is lost; when Start's context ends, the leader-only
 // runnables stop first, then the Lease is released. It returns the
-// identity and, when election is on, the elector.
+// elector, nil when election is off.
 func NewManager(restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (manager.Manager, *Elector, error) {
 	opts.LeaderElection = false
 	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to create the manager: %w", err)
+	}
+	if err := process.AddProbes(mgr); err != nil {
+		return nil, nil, err
 	}
 	if !election.Enabled {
 		return mgr, nil, nil
