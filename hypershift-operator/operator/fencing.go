@@ -11,10 +11,10 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 )
 
-// detectFencing asks the API server whether it can fence: it must serve
+// DetectFencing asks the API server whether it can fence: it must serve
 // ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) and put the
 // pod's name into pod-bound tokens (Kubernetes 1.30 and later).
-func detectFencing(cfg *rest.Config, enabled bool) (hostedcluster.Fencing, error) {
+func DetectFencing(cfg *rest.Config, enabled bool) (hostedcluster.Fencing, error) {
 	f := hostedcluster.Fencing{Enabled: enabled}
 	if !enabled {
 		return f, nil

@@ -138,7 +138,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	identity := elector.Identity()
 
-	fencing, err := detectFencing(restConfig, o.EnableFencing)
+	fencing, err := DetectFencing(restConfig, o.EnableFencing)
 	if err != nil {
 		return err
 	}

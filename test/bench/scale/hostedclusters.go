@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -124,9 +125,12 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	if err != nil {
 		return "", err
 	}
-	if r.fencing, err = fencingSupported(env.Config); err != nil {
+	// What the HO itself asks the API server before it fences.
+	fencing, err := operator.DetectFencing(env.Config, true)
+	if err != nil {
 		return "", err
 	}
+	r.fencing = fencing.Unavailable == ""
 	for _, k := range objectKinds {
 		if !k.fencing || r.fencing {
 			r.kinds = append(r.kinds, k)

@@ -13,14 +13,11 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -137,36 +134,6 @@ func pushRelease(ctx context.Context, host string) (string, error) {
 		return "", err
 	}
 	return ref, nil
-}
-
-// fencingSupported asks the API server what the HO asks it before it
-// fences (Kubernetes 1.30 or later, serving ValidatingAdmissionPolicy); the
-// HostedClusters' LeaderFencing condition confirms the HO's answer.
-func fencingSupported(cfg *rest.Config) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, err
-	}
-	version, err := dc.ServerVersion()
-	if err != nil {
-		return false, fmt.Errorf("failed to read the API server's version: %w", err)
-	}
-	var major, minor int
-	_, _ = fmt.Sscan(version.Major, &major)
-	_, _ = fmt.Sscan(strings.TrimRight(version.Minor, "+"), &minor)
-	if major < 1 || (major == 1 && minor < 30) {
-		return false, nil
-	}
-	resources, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
-	if err != nil {
-		return false, nil //nolint:nilerr // a missing API means no fencing
-	}
-	for _, res := range resources.APIResources {
-		if res.Name == "validatingadmissionpolicies" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // operatorBinary returns the HO binary to run: path when set, else
