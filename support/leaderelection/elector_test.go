@@ -438,3 +438,26 @@ func errorsContains(s, p string) bool {
 	}
 	return false
 }
+
+func TestExpiredWatchIsListedAgain(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	api.write(heldBy("other", clk.Now()))
+	b := start(t, api, clk, "b", false)
+	b.settle(t)
+	api.expire()
+	// A watch that ended at once is restarted after a retry period.
+	for i := 0; i < 5 && api.count("list") < 2; i++ {
+		time.Sleep(50 * time.Millisecond)
+		clk.Step(timings.RetryPeriod)
+		b.settle(t)
+	}
+	if n := api.count("list"); n != 2 {
+		t.Fatalf("%d lists, want 2: a watch that expired is resumed from a new list", n)
+	}
+	// The renewal is seen through the new watch: the follower waits again.
+	clk.Step(30 * time.Second)
+	api.write(heldBy("other", clk.Now()))
+	if w := b.settle(t); w.d != timings.LeaseDuration {
+		t.Fatalf("after a renewal on the new watch it waits %s, want the lease duration", w.d)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -172,4 +173,14 @@ func (f *fakeAPI) delete() {
 	gone.ResourceVersion = strconv.Itoa(f.rv)
 	f.lease = nil
 	f.notify(watch.Deleted, gone)
+}
+
+// expire ends every watch with 410 Expired, as when the API server no
+// longer has the watched resourceVersion.
+func (f *fakeAPI) expire() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.watchers {
+		w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired})
+	}
 }

@@ -7,7 +7,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -105,7 +104,7 @@ func (e *Elector) drain(ctx context.Context, w watch.Interface, out chan<- obser
 			}
 		case watch.Error:
 			err := apierrors.FromObject(ev.Object)
-			if status, isStatus := ev.Object.(*metav1.Status); isStatus && (status.Code == 410 || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
 				return ""
 			}
 			e.log.Info("The Lease's watch failed; resuming it", "err", err.Error())
