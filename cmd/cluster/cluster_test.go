@@ -204,3 +204,55 @@ func TestCreateWaitNamesTheBlocker(t *testing.T) {
 		t.Errorf("the progress does not say what blocks:\n%s", out)
 	}
 }
+
+// TestCreateRefusesAControlPlaneNamespaceOfAnother checks that create cluster
+// refuses, before it creates anything, a cluster whose control-plane
+// namespace exists without being its own, or is another HostedCluster's.
+func TestCreateRefusesAControlPlaneNamespaceOfAnother(t *testing.T) {
+	kubeconfig, err := env.AddUserKubeconfig("cli-claims", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := env.Namespace(t)
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: base + "-x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: base + "-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	other := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: base + "-b", Name: "c"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: "quay.io/x/y:1"},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+		},
+	}
+	if err := env.Client.Create(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, cluster, owner string
+	}{
+		{name: "when the namespace exists for another purpose, it is refused", cluster: "x"},
+		{name: "when another HostedCluster maps to the same namespace, it is refused", cluster: "b-c", owner: base + "-b/c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name="+tt.cluster, "--namespace="+base,
+				"--release-image=quay.io/x/y:1", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`))
+			want := hyperv1.ControlPlaneNamespaceConflictMessage(base+"/"+tt.cluster, hyperv1.ControlPlaneNamespace(base, tt.cluster), tt.owner)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want an error containing %q", err, want)
+			}
+			for _, obj := range []client.Object{
+				&hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: base, Name: tt.cluster}},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: base, Name: tt.cluster + "-pull-secret"}},
+			} {
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+					t.Errorf("%T %s was created (%v)", obj, obj.GetName(), err)
+				}
+			}
+		})
+	}
+}

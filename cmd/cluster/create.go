@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -143,6 +144,9 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := o.checkControlPlaneNamespace(ctx, c); err != nil {
+		return util.Explain(cfg.Host, err)
+	}
 	for _, obj := range objects {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind // Create clears it
 		err := c.Create(ctx, obj)
@@ -162,6 +166,37 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		return nil
 	}
 	return util.Explain(cfg.Host, waitAvailable(ctx, c, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, o.Timeout, out))
+}
+
+// checkControlPlaneNamespace refuses, before anything is created, a cluster
+// whose control-plane namespace belongs to another HostedCluster or exists
+// without belonging to one: the hypershift-operator would refuse it with
+// the same message. What the user may not read is left to the operator.
+func (o *CreateOptions) checkControlPlaneNamespace(ctx context.Context, c client.Client) error {
+	cluster := o.Namespace + "/" + o.Name
+	name := hyperv1.ControlPlaneNamespace(o.Namespace, o.Name)
+	ns := &corev1.Namespace{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: name}, ns); {
+	case err == nil:
+		if owner := ns.Annotations[hyperv1.ClusterAnnotation]; owner != cluster {
+			return errors.New(hyperv1.ControlPlaneNamespaceConflictMessage(cluster, name, owner))
+		}
+	case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
+		return fmt.Errorf("failed to get namespace %s: %w", name, err)
+	}
+	list := &hyperv1.HostedClusterList{}
+	switch err := c.List(ctx, list); {
+	case err == nil:
+		for _, hc := range list.Items {
+			other := hc.Namespace + "/" + hc.Name
+			if other != cluster && hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name) == name {
+				return errors.New(hyperv1.ControlPlaneNamespaceConflictMessage(cluster, name, other))
+			}
+		}
+	case !apierrors.IsForbidden(err):
+		return fmt.Errorf("failed to list HostedClusters: %w", err)
+	}
+	return nil
 }
 
 // waitAvailable waits for Available=True, printing which condition blocks.

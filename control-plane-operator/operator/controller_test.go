@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,4 +150,47 @@ func TestPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitComponents(t, cp)
+}
+
+// TestOnlyItsOwnHostedControlPlane checks that a CPO never reads into or
+// writes another HostedControlPlane that shares its namespace.
+func TestOnlyItsOwnHostedControlPlane(t *testing.T) {
+	cp := newControlPlane(t, false)
+	other := cp.hcp.DeepCopy()
+	other.ObjectMeta = metav1.ObjectMeta{Namespace: cp.namespace, Name: "other"}
+	if err := env.Client.Create(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	c := startCPO(t, cp, "cpo-a", cp.releaseImage)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	awaitComponents(t, cp)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		hcp, err := getHCP(t, cp)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(hcp.Finalizers, hostedcontrolplane.Finalizer) || len(hcp.Status.Conditions) == 0 {
+			return errors.New("its own HostedControlPlane is not reconciled yet")
+		}
+		return nil
+	})
+	// Wake the controller for the other one too.
+	patch := client.MergeFrom(other.DeepCopy())
+	other.Labels = map[string]string{"touched": "true"}
+	if err := env.Client.Patch(t.Context(), other, patch); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(other), other); err != nil {
+		t.Fatal(err)
+	}
+	if len(other.Finalizers) > 0 || len(other.Status.Conditions) > 0 {
+		t.Errorf("the other HostedControlPlane was reconciled: finalizers %v, conditions %v", other.Finalizers, other.Status.Conditions)
+	}
+	for _, w := range successfulWrites(t, cp.namespace, c.user) {
+		if strings.HasPrefix(w.resource, "hostedcontrolplanes") && w.name == other.Name {
+			t.Errorf("the CPO wrote the other HostedControlPlane: %s", w)
+		}
+	}
 }

@@ -153,6 +153,7 @@ func startCPO(t *testing.T, cp *controlPlane, pod string, operateOn string, extr
 	args := append([]string{"run",
 		"--kubeconfig=" + kubeconfig,
 		"--namespace=" + cp.namespace,
+		"--hosted-control-plane=" + cp.hcp.Name,
 		"--leader-elect-lease-duration=" + leaseDuration.String(),
 		"--leader-elect-renew-deadline=" + renewDeadline.String(),
 		"--leader-elect-retry-period=" + retryPeriod.String(),

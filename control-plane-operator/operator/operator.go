@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -38,6 +39,9 @@ const OperateOnReleaseImageEnv = "OPERATE_ON_RELEASE_IMAGE"
 type Options struct {
 	// Namespace is the control-plane namespace the CPO acts in.
 	Namespace string
+	// HostedControlPlane names the one HostedControlPlane in Namespace the
+	// CPO reconciles.
+	HostedControlPlane string
 	// LeaderElect turns election on. The hypershift-operator always renders
 	// true; false exists for tests that must show what goes wrong without it.
 	LeaderElect bool
@@ -70,6 +74,7 @@ func DefaultOptions() Options {
 // AddFlags registers every option on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The control-plane namespace to act in (required).")
+	fs.StringVar(&o.HostedControlPlane, "hosted-control-plane", o.HostedControlPlane, "The name of the HostedControlPlane in --namespace to reconcile (required); no other is read or written.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Act only while holding the Lease. Turning it off lets several replicas write at once.")
 	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "The name of the Lease in --namespace.")
 	o.Election.AddFlags(fs, "", "control-plane-operator")
@@ -83,6 +88,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace is required"))
+	}
+	if o.HostedControlPlane == "" {
+		errs = append(errs, errors.New("--hosted-control-plane is required"))
 	}
 	if o.LeaderElect {
 		if o.LeaderElectResourceName == "" {
@@ -121,8 +129,14 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	opts := ctrl.Options{
 		Scheme: scheme,
-		// The CPO sees only its own namespace.
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
+		// The CPO sees only its own namespace, and of the HostedControlPlanes
+		// in it only its own.
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{o.Namespace: {}},
+			ByObject: map[client.Object]cache.ByObject{
+				&hyperv1.HostedControlPlane{}: {Field: fields.OneTermEqualSelector("metadata.name", o.HostedControlPlane)},
+			},
+		},
 		// The pull secret is read by name: the Role grants no list or watch.
 		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -140,6 +154,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		return fmt.Errorf("failed to add the leader gauge: %w", err)
 	}
 	reconciler := &hostedcontrolplane.Reconciler{
+		Name:                  o.HostedControlPlane,
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
 		Releases:              releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
@@ -148,7 +163,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the HostedControlPlane controller: %w", err)
 	}
-	log.Info("Starting the control-plane-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect,
+	log.Info("Starting the control-plane-operator", "namespace", o.Namespace, "hostedControlPlane", o.HostedControlPlane, "leaderElect", o.LeaderElect,
 		"identity", identity, "lease", o.Namespace+"/"+o.LeaderElectResourceName, "operateOnReleaseImage", o.OperateOnReleaseImage)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("the control-plane-operator stopped: %w", err)

@@ -52,7 +52,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 	if mutate != nil {
 		mutate(r)
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := r.SetupWithManager(t.Context(), mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

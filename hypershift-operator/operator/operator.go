@@ -152,7 +152,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Recorder:                         mgr.GetEventRecorder(hostedcluster.FieldOwner),
 		TeardownTimeout:                  o.TeardownTimeout,
 	}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
+	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect, "identity", identity)

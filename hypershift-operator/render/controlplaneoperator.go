@@ -83,6 +83,7 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 	labels := map[string]string{appLabel: hyperv1.ControlPlaneOperatorName}
 	grace := int64((le.RenewDeadline + releaseGrace).Seconds())
 	args := append([]string{"run", "--namespace=$(MY_NAMESPACE)", "--leader-elect=true"}, le.Args("")...)
+	args = append(args, "--hosted-control-plane="+in.HostedCluster.Name)
 	args = append(args,
 		"--leader-elect-resource-name="+hyperv1.ControlPlaneOperatorLeaseName,
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),

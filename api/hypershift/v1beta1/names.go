@@ -61,6 +61,31 @@ const (
 // ControlPlaneNamespace returns the name of the namespace that holds the
 // control plane of the HostedCluster namespace/name: "<namespace>-<name>",
 // with dots in the name replaced by dashes so the result is a DNS label.
+//
+// Different HostedClusters can map to one name (a-b/c and a/b-c, a/b.c and
+// a/b-c). The namespace therefore belongs to the HostedCluster its
+// ClusterAnnotation names, set when the hypershift-operator created it; any
+// other HostedCluster mapping to it is refused with
+// ControlPlaneNamespaceConflictMessage, and a namespace that exists without
+// the annotation is never adopted.
 func ControlPlaneNamespace(namespace, name string) string {
 	return namespace + "-" + strings.ReplaceAll(name, ".", "-")
+}
+
+// ControlPlaneNamespaceConflictReason is the reason of ValidConfiguration=False
+// when a HostedCluster's control-plane namespace belongs to someone else.
+const ControlPlaneNamespaceConflictReason = "ControlPlaneNamespaceConflict"
+
+// ControlPlaneNamespaceConflictMessage says why HostedCluster cluster
+// (<namespace>/<name>) cannot use control-plane namespace ns, whose
+// ClusterAnnotation is owner ("" when it has none). The operator's condition
+// and the CLI use the same words.
+func ControlPlaneNamespaceConflictMessage(cluster, ns, owner string) string {
+	if owner == "" {
+		return "Control-plane namespace " + ns + " already exists and was not created for a HostedCluster (it has no " +
+			ClusterAnnotation + " annotation); HostedCluster " + cluster +
+			" does not adopt it: choose another name or namespace, or delete that namespace"
+	}
+	return "Control-plane namespace " + ns + " belongs to HostedCluster " + owner + "; HostedCluster " + cluster +
+		" maps to the same namespace and cannot use it: choose another name or namespace"
 }

@@ -41,8 +41,11 @@ const (
 	componentPoll = 10 * time.Second
 )
 
-// Reconciler reconciles the HostedControlPlane of one control-plane namespace.
+// Reconciler reconciles one HostedControlPlane: the one it was rendered for.
+// Another HostedControlPlane in its namespace is never read or written.
 type Reconciler struct {
+	// Name is the name of the HostedControlPlane to reconcile.
+	Name string
 	// Client reads from the namespace-scoped cache and writes.
 	Client client.Client
 	// APIReader reads the pull secret past the cache.
@@ -59,6 +62,9 @@ type Reconciler struct {
 // Reconcile brings the components in line with the HostedControlPlane.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	log := ctrl.LoggerFrom(ctx)
+	if req.Name != r.Name {
+		return ctrl.Result{}, nil
+	}
 	hcp := &hyperv1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -201,10 +207,10 @@ func (r *Reconciler) now() time.Time {
 // SetupWithManager registers the controller. Controllers are leader-only
 // runnables: a standby starts none of them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	byHostedControlPlane := handler.EnqueueRequestsFromMapFunc(r.hostedControlPlanes)
+	byHostedControlPlane := handler.EnqueueRequestsFromMapFunc(r.hostedControlPlane)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcontrolplane").
-		For(&hyperv1.HostedControlPlane{}).
+		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(r.isOwnHostedControlPlane())).
 		Watches(&appsv1.Deployment{}, byHostedControlPlane, builder.WithPredicates(isComponent)).
 		Watches(&corev1.Service{}, byHostedControlPlane, builder.WithPredicates(isComponent)).
 		Complete(r)

@@ -3,12 +3,11 @@ package hostedcontrolplane
 import (
 	"context"
 
+	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
 )
 
 // isComponent passes events of the objects the CPO renders.
@@ -17,16 +16,14 @@ var isComponent = predicate.NewPredicateFuncs(func(obj client.Object) bool {
 	return ok
 })
 
-// hostedControlPlanes maps a component to the HostedControlPlanes of its
-// namespace (one per control-plane namespace).
-func (r *Reconciler) hostedControlPlanes(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &hyperv1.HostedControlPlaneList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	requests := make([]reconcile.Request, 0, len(list.Items))
-	for _, hcp := range list.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hcp)})
-	}
-	return requests
+// hostedControlPlane maps a component to the one HostedControlPlane this
+// operator was rendered for.
+func (r *Reconciler) hostedControlPlane(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: r.Name}}}
+}
+
+// isOwnHostedControlPlane passes events of the HostedControlPlane this
+// operator was rendered for, and of no other in its namespace.
+func (r *Reconciler) isOwnHostedControlPlane() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == r.Name })
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/upsert"
@@ -75,6 +76,12 @@ type scope struct {
 	pullSecret []byte
 }
 
+// key is the HostedCluster's <namespace>/<name>, the value of the cluster
+// annotation on everything the HO creates for it.
+func (s *scope) key() string {
+	return render.ClusterKey(s.hc)
+}
+
 // Reconcile brings the world in line with one HostedCluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	hc := &hyperv1.HostedCluster{}
@@ -110,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return r.reconcilePaused(ctx, s, until)
 	}
 	result, err := r.reconcileNormal(ctx, s)
+	if refused := (*refusal)(nil); errors.As(err, &refused) {
+		return r.refuse(s, refused), nil
+	}
 	r.setReconciliationSucceeded(s, err)
 	return result, err
 }
@@ -118,6 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []func(context.Context, *scope) (ctrl.Result, error){
 		r.reconcileRelease,
+		r.reconcileNamespace,
 		r.reconcileControlPlane,
 		r.reconcileStatus,
 	}

@@ -26,17 +26,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if !controllerutil.ContainsFinalizer(s.hc, hyperv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
-		return result, err
-	}
-	// The fencing binding goes with the HostedControlPlane: the namespace
-	// controller removes the Lease among everything else, and a binding
-	// without its param would refuse the rest of the namespace's deletion.
-	if err := r.deleteFencingBinding(ctx, s.namespace); err != nil {
+	// A HostedCluster whose namespace belongs to another one has nothing
+	// to tear down: everything in that namespace is the other's.
+	owned, err := r.ownsNamespace(ctx, s)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if done, result, err := r.deleteNamespace(ctx, s); !done || err != nil {
-		return result, err
+	if owned {
+		if done, result, err := r.teardown(ctx, s); !done || err != nil {
+			return result, err
+		}
 	}
 	patch := client.MergeFrom(s.hc.DeepCopy())
 	controllerutil.RemoveFinalizer(s.hc, hyperv1.Finalizer)
@@ -45,6 +44,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	ctrl.LoggerFrom(ctx).Info("Control plane torn down")
 	return ctrl.Result{}, nil
+}
+
+// teardown removes, in order, the HostedControlPlane, the fencing binding
+// and the control-plane namespace, and reports when all are gone.
+func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
+	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
+		return false, result, err
+	}
+	// The fencing binding goes with the HostedControlPlane: the namespace
+	// controller removes the Lease among everything else, and a binding
+	// without its param would refuse the rest of the namespace's deletion.
+	if err := r.deleteFencingBinding(ctx, s.namespace, s.key()); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	return r.deleteNamespace(ctx, s)
 }
 
 // deleteHostedControlPlane deletes the HostedControlPlane and waits for it

@@ -35,7 +35,7 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, in render.Inputs) err
 	switch {
 	case !r.Fencing.Enabled:
 		setCondition(hc, LeaderFencing, metav1.ConditionFalse, "Disabled", "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder")
-		return r.deleteFencingBinding(ctx, in.Namespace())
+		return r.deleteFencingBinding(ctx, in.Namespace(), render.ClusterKey(hc))
 	case r.Fencing.Unavailable != "":
 		setCondition(hc, LeaderFencing, metav1.ConditionFalse, "Unsupported", r.Fencing.Unavailable)
 		return nil
@@ -58,8 +58,9 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, in render.Inputs) err
 	return nil
 }
 
-// deleteFencingBinding removes the binding of namespace, if there is one.
-func (r *Reconciler) deleteFencingBinding(ctx context.Context, namespace string) error {
+// deleteFencingBinding removes the binding of namespace, if there is one
+// and it serves the HostedCluster clusterKey.
+func (r *Reconciler) deleteFencingBinding(ctx context.Context, namespace, clusterKey string) error {
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	binding.Name = render.FencingBindingName(namespace)
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
@@ -67,6 +68,9 @@ func (r *Reconciler) deleteFencingBinding(ctx context.Context, namespace string)
 			return nil
 		}
 		return fmt.Errorf("failed to get fencing binding %s: %w", binding.Name, err)
+	}
+	if binding.Annotations[hyperv1.ClusterAnnotation] != clusterKey {
+		return nil
 	}
 	if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to delete fencing binding %s: %w", binding.Name, err)

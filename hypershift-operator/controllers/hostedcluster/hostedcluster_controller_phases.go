@@ -183,6 +183,10 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.T
 		result.RequeueAfter = until.Sub(r.now())
 	}
 	setCondition(s.hc, hyperv1.ReconciliationActive, metav1.ConditionFalse, "ReconciliationPaused", message)
+	// Even a paused cluster writes into its namespace only if it is its own.
+	if owned, err := r.ownsNamespace(ctx, s); err != nil || !owned {
+		return result, err
+	}
 	return result, r.applyPausedUntil(ctx, s)
 }
 

@@ -2,6 +2,7 @@ package hostedcluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -43,14 +44,26 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
-// SetupWithManager registers the controller and its watches.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// controlPlaneNamespaceIndex indexes HostedClusters by the name of their
+// control-plane namespace, which several HostedClusters can share.
+const controlPlaneNamespaceIndex = "controlPlaneNamespace"
+
+// SetupWithManager registers the controller, its watches and its index.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &hyperv1.HostedCluster{}, controlPlaneNamespaceIndex, func(obj client.Object) []string {
+		return []string{hyperv1.ControlPlaneNamespace(obj.GetNamespace(), obj.GetName())}
+	})
+	if err != nil {
+		return fmt.Errorf("failed to index HostedClusters by control-plane namespace: %w", err)
+	}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
 		For(&hyperv1.HostedCluster{}).
 		Watches(&hyperv1.HostedControlPlane{}, byAnnotation).
-		Watches(&corev1.Namespace{}, byAnnotation).
+		// Every HostedCluster that maps to a namespace hears of it: the one
+		// refused because another owns it learns when it is gone.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace)).
 		Watches(&appsv1.Deployment{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&corev1.ServiceAccount{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
@@ -69,6 +82,21 @@ func clusterFromAnnotation(_ context.Context, obj client.Object) []reconcile.Req
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
+}
+
+// clustersOfNamespace maps a control-plane namespace to every HostedCluster
+// whose control-plane namespace has its name.
+func (r *Reconciler) clustersOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &hyperv1.HostedClusterList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{controlPlaneNamespaceIndex: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the HostedClusters of a namespace", "namespace", obj.GetName())
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
 }
 
 // clusterFromLease maps a CPO Lease to its HostedCluster through the

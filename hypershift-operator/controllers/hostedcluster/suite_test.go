@@ -87,11 +87,17 @@ type cluster struct {
 // never see it.
 func newCluster(t *testing.T, version string, mutate func(*hyperv1.HostedCluster)) *cluster {
 	t.Helper()
+	return newClusterIn(t, env.Namespace(t), "demo", version, mutate)
+}
+
+// newClusterIn is newCluster with the HostedCluster's namespace (which
+// must exist) and name chosen by the test.
+func newClusterIn(t *testing.T, ns, name, version string, mutate func(*hyperv1.HostedCluster)) *cluster {
+	t.Helper()
 	c := &cluster{registry: releasetest.NewRegistry(t)}
 	image := c.pushRelease(t, version)
-	ns := env.Namespace(t)
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-pull-secret"},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: c.registry.DockerConfigJSON("user", "unused")},
 	}
@@ -99,7 +105,7 @@ func newCluster(t *testing.T, version string, mutate func(*hyperv1.HostedCluster
 		t.Fatal(err)
 	}
 	c.hc = &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: hyperv1.HostedClusterSpec{
 			Release:    hyperv1.Release{Image: image},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},

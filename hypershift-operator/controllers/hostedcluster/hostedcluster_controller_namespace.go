@@ -1,0 +1,116 @@
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+)
+
+// refusalRecheck is how often a HostedCluster refused for a reason outside
+// its own spec (its namespace belongs to someone else) is looked at again,
+// in case no watch event tells that the reason went away.
+const refusalRecheck = 5 * time.Minute
+
+// refusal stops a pass on input the HO will not act on until something
+// changes outside the pass: it sets ValidConfiguration=False, Available=False
+// and ReconciliationSucceeded=False with its reason, records one event when
+// it first appears, and is not retried with back-off.
+type refusal struct {
+	reason, message string
+}
+
+func (e *refusal) Error() string { return e.message }
+
+// reconcileNamespace claims the control-plane namespace for this
+// HostedCluster before anything is written into it. The claim is the
+// namespace's ClusterAnnotation, set in the request that creates it, so two
+// HostedClusters that map to one namespace cannot both win: the API server
+// creates it once. A namespace that names another HostedCluster, or none,
+// is refused and nothing is written into it.
+func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ns, created, err := r.claimNamespace(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if owner := ns.Annotations[hyperv1.ClusterAnnotation]; owner != s.key() {
+		return ctrl.Result{}, &refusal{
+			reason:  hyperv1.ControlPlaneNamespaceConflictReason,
+			message: hyperv1.ControlPlaneNamespaceConflictMessage(s.key(), s.namespace, owner),
+		}
+	}
+	if created {
+		ctrl.LoggerFrom(ctx).Info("Created the control-plane namespace", "namespace", s.namespace)
+	}
+	return ctrl.Result{}, nil
+}
+
+// claimNamespace returns the control-plane namespace, creating it with this
+// HostedCluster's claim when it does not exist. The manager's cache holds
+// only namespaces labelled as control-plane namespaces; one it does not hold
+// is read from the API server before the HO tries to create it, so a
+// refused HostedCluster sends no create on every pass.
+func (r *Reconciler) claimNamespace(ctx context.Context, s *scope) (*corev1.Namespace, bool, error) {
+	key := client.ObjectKey{Name: s.namespace}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, key, ns); !apierrors.IsNotFound(err) {
+		return ns, false, wrapNamespaceError(s.namespace, err)
+	}
+	if err := r.APIReader.Get(ctx, key, ns); !apierrors.IsNotFound(err) {
+		return ns, false, wrapNamespaceError(s.namespace, err)
+	}
+	desired := render.Namespace(render.Inputs{HostedCluster: s.hc})
+	err := r.Client.Create(ctx, desired, client.FieldOwner(FieldOwner))
+	if err == nil {
+		return desired, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("failed to create namespace %s: %w", s.namespace, err)
+	}
+	// Another HostedCluster mapping to this name created it first.
+	err = r.APIReader.Get(ctx, key, ns)
+	return ns, false, wrapNamespaceError(s.namespace, err)
+}
+
+func wrapNamespaceError(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("failed to get namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// ownsNamespace reports whether the control-plane namespace is this
+// HostedCluster's to tear down: it names this HostedCluster, or it is gone.
+func (r *Reconciler) ownsNamespace(ctx context.Context, s *scope) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("failed to get namespace %s: %w", s.namespace, err)
+	}
+	return ns.Annotations[hyperv1.ClusterAnnotation] == s.key(), nil
+}
+
+// refuse reports a refusal in status, and in an event when it is new.
+func (r *Reconciler) refuse(s *scope, refused *refusal) ctrl.Result {
+	hc := s.hc
+	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.ValidConfiguration)
+	setCondition(hc, hyperv1.ValidConfiguration, metav1.ConditionFalse, refused.reason, refused.message)
+	setCondition(hc, hyperv1.Available, metav1.ConditionFalse, refused.reason, refused.message)
+	setCondition(hc, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, refused.reason, refused.message)
+	hc.Status.ControlPlaneOperator = nil
+	if before == nil || before.Reason != refused.reason || before.Message != refused.message {
+		r.Recorder.Eventf(hc, nil, corev1.EventTypeWarning, refused.reason, "Reconcile", "%s", refused.message)
+	}
+	return ctrl.Result{RequeueAfter: refusalRecheck}
+}
