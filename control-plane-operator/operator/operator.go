@@ -31,10 +31,6 @@ import (
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
-// OperateOnReleaseImageEnv names the environment variable with the release
-// image this CPO was rolled out for.
-const OperateOnReleaseImageEnv = "OPERATE_ON_RELEASE_IMAGE"
-
 // Options are the control-plane-operator's settings, one per flag.
 type Options struct {
 	// Namespace is the control-plane namespace the CPO acts in.
@@ -67,7 +63,7 @@ func DefaultOptions() Options {
 		Election:                config.DefaultControlPlaneOperatorElection,
 		MetricsBindAddress:      ":8080",
 		HealthProbeBindAddress:  ":8081",
-		OperateOnReleaseImage:   os.Getenv(OperateOnReleaseImageEnv),
+		OperateOnReleaseImage:   os.Getenv(hyperv1.OperateOnReleaseImageEnv),
 	}
 }
 

@@ -6,6 +6,7 @@ package hotest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,16 +16,21 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
-// StartOperator runs the HostedCluster controller as cfg's user until the
-// test ends, with no election, metrics or probes. mutate, when set,
+// OperatorNamespace is the namespace a test operator takes as its own.
+const OperatorNamespace = "hypershift"
+
+// StartOperator runs the HostedCluster controller (and, with fencing on, the
+// fencing controller) as cfg's user until the test ends or the returned
+// function stops it, with no election, metrics or probes. mutate, when set,
 // changes the reconciler before it starts (its TeardownTimeout is 3s).
-func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Reconciler)) {
+func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Reconciler)) (stop func()) {
 	t.Helper()
 	scheme, err := operator.NewScheme()
 	if err != nil {
@@ -48,6 +54,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 		Election:        config.DefaultControlPlaneOperatorElection,
 		Recorder:        mgr.GetEventRecorder(hostedcluster.FieldOwner),
 		TeardownTimeout: 3 * time.Second,
+		Probe:           hostedcluster.ImpersonatingProbe{Config: cfg},
 	}
 	if mutate != nil {
 		mutate(r)
@@ -55,13 +62,23 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 	if err := r.SetupWithManager(t.Context(), mgr); err != nil {
 		t.Fatal(err)
 	}
+	if r.Fencing.Active() {
+		if err := (&fencing.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: OperatorNamespace}).SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("the operator stopped with an error: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("the operator stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	fencingctrl "github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
@@ -144,6 +145,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	reconciler := &hostedcluster.Reconciler{
 		Fencing:                          fencing,
+		Probe:                            hostedcluster.ImpersonatingProbe{Config: restConfig},
 		Client:                           mgr.GetClient(),
 		APIReader:                        mgr.GetAPIReader(),
 		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
@@ -154,6 +156,11 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+	}
+	if fencing.Active() {
+		if err := (&fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("failed to set up the fencing controller: %w", err)
+		}
 	}
 	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect, "identity", identity)
 	if err := mgr.Start(ctx); err != nil {

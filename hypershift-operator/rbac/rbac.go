@@ -53,14 +53,20 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: readWrite},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		// Secrets are read one by one past the cache: no list or watch.
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
+		// Secrets are read one by one past the cache; list and watch serve
+		// the label-selected watch of the pull-secret copies (RBAC cannot
+		// narrow them to a label, and get on every Secret is held already).
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: readWrite},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: readWrite},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readWrite},
 		// The fencing policy and one binding per control-plane namespace.
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: readWrite},
 		// Watch every control-plane-operator Lease to show its holder.
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read},
+		// Observe the fence: dry-run writes as a control-plane-operator pod
+		// (its ServiceAccount, and a pod name in the token's extra).
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorName}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/authentication.kubernetes.io/pod-name"}, Verbs: []string{"impersonate"}},
 	}
 	return append(own, ControlPlaneOperatorRules()...)
 }

@@ -98,7 +98,7 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 			{Name: "MY_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
-			{Name: "OPERATE_ON_RELEASE_IMAGE", Value: in.ReleaseImage},
+			{Name: hyperv1.OperateOnReleaseImageEnv, Value: in.ReleaseImage},
 		},
 		Ports: []corev1.ContainerPort{
 			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},

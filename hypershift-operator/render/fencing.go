@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +35,22 @@ import (
 //     created it): nobody writes until a pod has taken the Lease, which is
 //     itself always allowed, so the next leader is never locked out and no
 //     non-holder gets through;
-//   - denied when the Lease does not exist (parameterNotFoundAction: Deny).
-//     The API server resolves the param before it evaluates match
-//     conditions, so a missing Lease refuses every write in the namespace,
-//     by anyone: the HO therefore creates the Lease, empty, before it binds
-//     the policy, re-creates it if it is deleted, and removes the binding
-//     before it deletes the namespace.
+//   - not judged when the Lease does not exist (parameterNotFoundAction:
+//     Allow). The API server resolves the param before it evaluates match
+//     conditions, so Deny would refuse every write in the namespace, by
+//     anyone: the namespace controller, the garbage collector, the
+//     Deployment controller and an administrator alike, and a namespace
+//     deleted by hand would stay Terminating for good.
+//
+// A missing Lease must therefore never happen while a CPO pod can run, and
+// the guard (LeaseGuardPolicy) sees to it: the HO creates the Lease before
+// the binding and the CPO Deployment, and the guard refuses to delete it,
+// to anyone, unless its namespace is being deleted. In a namespace being
+// deleted, the namespace controller removes the Lease among everything
+// else; from then on the guard lets the CPO's ServiceAccount only delete
+// objects and finalize its HostedControlPlane (creates are refused there by
+// the API server's NamespaceLifecycle anyway), so a deposed CPO cannot
+// change anything that outlives the namespace.
 //
 // Admission CEL has no clock, so expiry is not the policy's business:
 // another pod must first take the Lease before it may write.
@@ -48,13 +59,17 @@ const (
 	FencingPolicyName = "control-plane-operator-fencing.hypershift.openshift.io"
 	// FencingMessageMarker starts every denial's message.
 	FencingMessageMarker = hyperv1.FencingDenialPrefix
-	podNameExtra         = "authentication.kubernetes.io/pod-name"
+	// PodNameExtra is the user-info extra in which a pod-bound token
+	// carries its pod's name.
+	PodNameExtra = "authentication.kubernetes.io/pod-name"
 )
+
+// podNameExpression is the writing pod's name, for messages.
+var podNameExpression = fmt.Sprintf("(has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : '<no pod name in token>')", PodNameExtra)
 
 // FencingPolicy is the one policy every control-plane namespace binds.
 func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	pod := fmt.Sprintf("(has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : '<no pod name in token>')", podNameExtra)
-	holder := "(has(params.spec.holderIdentity) && params.spec.holderIdentity != '' ? params.spec.holderIdentity : '<none>')"
+	holder := "(has(params.spec.holderIdentity) && params.spec.holderIdentity != '' ? params.spec.holderIdentity : '" + noHolder + "')"
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: FencingPolicyName},
@@ -82,14 +97,38 @@ func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				Expression: "request.namespace != '' && request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + hyperv1.ControlPlaneOperatorName + "'",
 			}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 && has(params.spec.holderIdentity) && params.spec.holderIdentity != '' && params.spec.holderIdentity == request.userInfo.extra['%[1]s'][0]", podNameExtra),
-				MessageExpression: "'" + FencingMessageMarker + " ' + " + pod + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
+				Expression: fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 && has(params.spec.holderIdentity) && params.spec.holderIdentity != '' && params.spec.holderIdentity == request.userInfo.extra['%[1]s'][0]", PodNameExtra),
+				MessageExpression: "'" + FencingMessageMarker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
 					"' (holder: ' + " + holder + " + '); only the holder may write'",
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
 }
+
+// FencedHolder reads, from the message of a write the fencing policy
+// refused, the holder the API server judged against ("" for none).
+func FencedHolder(message string) (string, bool) {
+	const start, end = " (holder: ", "); only the holder may write"
+	i := strings.Index(message, FencingMessageMarker)
+	if i < 0 {
+		return "", false
+	}
+	rest := message[i:]
+	j := strings.Index(rest, start)
+	k := strings.LastIndex(rest, end)
+	if j < 0 || k < j {
+		return "", false
+	}
+	holder := rest[j+len(start) : k]
+	if holder == noHolder {
+		holder = ""
+	}
+	return holder, true
+}
+
+// noHolder stands for an empty holder in denial messages.
+const noHolder = "<none>"
 
 // FencingBindingName names the binding of one control-plane namespace.
 func FencingBindingName(namespace string) string {
@@ -115,12 +154,145 @@ func FencingBindingFor(ns, clusterKey string) *admissionregistrationv1.Validatin
 			PolicyName: FencingPolicyName,
 			ParamRef: &admissionregistrationv1.ParamRef{
 				Name:                    hyperv1.ControlPlaneOperatorLeaseName,
-				ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
+				ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
 			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 			},
 		},
+	}
+}
+
+// LeaseGuardPolicyName names the cluster-scoped policy that keeps the
+// fencing policy's param in place.
+const LeaseGuardPolicyName = "control-plane-operator-lease-guard.hypershift.openshift.io"
+
+// LeaseGuardPolicy refuses, in control-plane namespaces, what would leave a
+// control-plane-operator unfenced (see the fencing comment above):
+//   - deleting the CPO Lease while its namespace is not being deleted, by
+//     anyone: the Lease goes with its namespace, that is, with its
+//     HostedCluster;
+//   - any write by the CPO's ServiceAccount in a namespace being deleted,
+//     other than a delete, a Lease operation or an update of its
+//     HostedControlPlane (removing its finalizer).
+//
+// It has no param, so nothing it needs can go missing.
+func LeaseGuardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	lease := "request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases'"
+	terminating := "has(namespaceObject.metadata.deletionTimestamp)"
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseGuardPolicyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{
+				{
+					Expression: "!(" + lease + " && request.operation == 'DELETE' && request.name == '" + hyperv1.ControlPlaneOperatorLeaseName + "') || " + terminating,
+					Message: "Lease " + hyperv1.ControlPlaneOperatorLeaseName + " is the fencing policy's param: it is deleted only with its control-plane namespace " +
+						"(delete the HostedCluster, or the namespace)",
+					Reason: ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression: "!(" + terminating + " && request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + hyperv1.ControlPlaneOperatorName + "') || " +
+						"request.operation == 'DELETE' || (" + lease + ") || " +
+						"(request.resource.group == '" + hyperv1.GroupVersion.Group + "' && request.resource.resource == 'hostedcontrolplanes')",
+					MessageExpression: "'" + FencingMessageMarker + " ' + " + podNameExpression + " + ' may not write in namespace ' + request.namespace + ', which is being deleted: a control-plane-operator may only delete objects and finalize its HostedControlPlane there'",
+					Reason:            ptr.To(metav1.StatusReasonForbidden),
+				},
+			},
+		},
+	}
+}
+
+// LeaseGuardBinding binds the guard to every control-plane namespace.
+func LeaseGuardBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseGuardPolicyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        LeaseGuardPolicyName,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
+			},
+		},
+	}
+}
+
+// The API server keeps one informer per param kind for its admission
+// policies, and on Kubernetes 1.37 stops it for good the moment no policy
+// of that param kind has a binding; a policy bound later reads the stopped
+// informer, whose copy of a Lease never changes again
+// (kubernetes/kubernetes#130887 and #133827, fix proposed in #141015). A
+// Lease still in that copy is used as it was: a HostedCluster re-created
+// under the same name, or any handover after the fencing policy was
+// deleted and re-created, would be fenced against a holder long gone. Only
+// an API server restart clears it.
+//
+// The rule that keeps it from happening: while the hypershift-operator is
+// installed, two policies with a Lease param each keep a binding, so the
+// informer is never without a user. One is the fencing policy itself, bound
+// also to the operator's own namespace with the operator's own Lease as its
+// param (no control-plane-operator writes there, so it judges nothing); the
+// other is KeepAlivePolicy, which exists only for this. Deleting one of
+// them leaves the other; the operator re-creates it within moments.
+
+// KeepAliveName names the keep-alive policy and the bindings that keep the
+// Lease param informer alive.
+const KeepAliveName = "lease-param-keepalive.hypershift.openshift.io"
+
+// KeepAlivePolicy is a policy with a Lease param that allows everything.
+func KeepAlivePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: KeepAliveName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
+			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "true",
+				Message:    "never refused: this policy exists to keep the API server's Lease param informer alive",
+			}},
+		},
+	}
+}
+
+// KeepAliveBindings bind the keep-alive policy and the fencing policy to the
+// operator's namespace, with the operator's Lease as their param.
+func KeepAliveBindings(operatorNamespace string) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	bind := func(name, policy string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: policy,
+				ParamRef: &admissionregistrationv1.ParamRef{
+					Name:                    hyperv1.HypershiftOperatorLeaseName,
+					Namespace:               operatorNamespace,
+					ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
+				},
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": operatorNamespace}},
+				},
+			},
+		}
+	}
+	return []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		bind(KeepAliveName, KeepAliveName),
+		bind("control-plane-operator-fencing-keepalive.hypershift.openshift.io", FencingPolicyName),
 	}
 }

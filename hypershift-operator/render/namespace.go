@@ -31,9 +31,11 @@ func Namespace(in Inputs) *corev1.Namespace {
 // PullSecret is the copy of the HostedCluster's pull secret in the
 // control-plane namespace, for the control-plane operator's pods.
 func PullSecret(in Inputs, dockerConfigJSON []byte) *corev1.Secret {
+	meta := in.objectMeta(rbac.PullSecretName)
+	meta.Labels = map[string]string{hyperv1.PullSecretCopyLabel: "true"}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: in.objectMeta(rbac.PullSecretName),
+		ObjectMeta: meta,
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: dockerConfigJSON},
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,17 @@ func TestInputsValidate(t *testing.T) {
 				t.Fatalf("want an error containing %q, got %v", tt.wantErr, err)
 			}
 		})
+	}
+}
+
+func TestLeaseGuardGolden(t *testing.T) {
+	testutil.CompareWithGolden(t, "lease-guard-policy", LeaseGuardPolicy())
+	testutil.CompareWithGolden(t, "lease-guard-binding", LeaseGuardBinding())
+}
+
+func TestKeepAliveGolden(t *testing.T) {
+	testutil.CompareWithGolden(t, "keepalive-policy", KeepAlivePolicy())
+	for i, binding := range KeepAliveBindings("hypershift") {
+		testutil.CompareWithGolden(t, fmt.Sprintf("keepalive-binding-%d", i), binding)
 	}
 }

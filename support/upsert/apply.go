@@ -3,10 +3,18 @@
 // the live object already holds every field the desired one sets, and the
 // owner's managed fields hold no field the desired one dropped. A converged
 // reconcile makes no write request at all.
+//
+// Drift repair must not get stuck on what an apply cannot undo (repair.go):
+// a field the API server defaulted under another manager that the desired
+// values forbid (a rollingUpdate block under a Recreate strategy) is
+// cleared first, and a list in which another manager keeps entries (a
+// changed Service port, an added container) is replaced whole when the
+// apply is refused or leaves the object short of the desired one.
 package upsert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +61,9 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 		reader = a.Client
 	}
 	live, err := readLive(ctx, reader, scheme, gvk, desired)
+	if err != nil {
+		live = nil
+	}
 	switch {
 	case err == nil:
 		owned, err := ownsOnly(live, a.FieldOwner, want.Object)
@@ -62,18 +73,49 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 		if owned && Contains(live.Object, want.Object) {
 			return false, nil
 		}
+		if err := a.clearExclusive(ctx, gvk, want, live); err != nil {
+			return false, err
+		}
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("failed to get %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
 
+	key := client.ObjectKeyFromObject(desired)
+	got, err := a.apply(ctx, want)
+	if apierrors.IsInvalid(err) && live != nil {
+		// Another manager's list entries can make the merged object
+		// invalid (two ports with one name): replace those lists, then
+		// apply again.
+		if replaced, rerr := a.replaceLists(ctx, gvk, want, live); rerr != nil || !replaced {
+			return false, errors.Join(fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, key, err), rerr)
+		}
+		got, err = a.apply(ctx, want)
+	}
+	if err != nil {
+		return false, fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, key, err)
+	}
+	if !Contains(got.Object, want.Object) {
+		// Applied, but another manager's list entries remain: without
+		// this every pass would apply again.
+		if _, err := a.replaceLists(ctx, gvk, want, got); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// apply sends want as a server-side apply and returns the object the API
+// server answered with.
+func (a Applier) apply(ctx context.Context, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	opts := []client.ApplyOption{client.FieldOwner(a.FieldOwner), client.ForceOwnership}
 	if a.DryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), opts...); err != nil {
-		return false, fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
+	got := want.DeepCopy()
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(got), opts...); err != nil {
+		return nil, err
 	}
-	return true, nil
+	return got, nil
 }
 
 // readLive reads the live object as its typed kind when the scheme knows

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,5 +151,114 @@ func TestApplyReadsFromTheCache(t *testing.T) {
 		if e.User.Username == "upsert-cached" && e.RequestReceivedTimestamp.After(start) && e.Verb != "watch" {
 			t.Errorf("a converged apply sent %s %s", e.Verb, e.RequestURI)
 		}
+	}
+}
+
+// TestApplyRepairsAStrategySwitchedByAnother checks that a Deployment whose
+// strategy someone else switched to RollingUpdate (the API server then
+// defaults strategy.rollingUpdate under their field manager) is brought back
+// to Recreate, where a plain apply is refused for good; and that once
+// repaired nothing more is sent.
+func TestApplyRepairsAStrategySwitchedByAnother(t *testing.T) {
+	ns := env.Namespace(t)
+	a := upsert.Applier{Client: env.Client, FieldOwner: "upsert-test"}
+	if _, err := a.Apply(t.Context(), deployment(ns, 1)); err != nil {
+		t.Fatal(err)
+	}
+	live := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, live); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"strategy":{"type":"RollingUpdate"}}}`))
+	if err := env.Client.Patch(t.Context(), live, patch, client.FieldOwner("kubectl-patch")); err != nil {
+		t.Fatal(err)
+	}
+	if live.Spec.Strategy.RollingUpdate == nil {
+		t.Fatal("the API server did not default strategy.rollingUpdate: the test does not reproduce the drift")
+	}
+
+	changed, err := a.Apply(t.Context(), deployment(ns, 1))
+	if err != nil || !changed {
+		t.Fatalf("the repair was not applied: changed=%v err=%v", changed, err)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || live.Spec.Strategy.RollingUpdate != nil {
+		t.Fatalf("strategy is %+v, want Recreate with no rollingUpdate", live.Spec.Strategy)
+	}
+	if changed, err := a.Apply(t.Context(), deployment(ns, 1)); err != nil || changed {
+		t.Fatalf("a repaired Deployment must need nothing more: changed=%v err=%v", changed, err)
+	}
+}
+
+// TestApplyReplacesListEntriesOfAnother checks that list entries another
+// field manager added or re-keyed, which an apply cannot remove, are
+// replaced by the desired list, and that nothing more is sent afterwards.
+func TestApplyReplacesListEntriesOfAnother(t *testing.T) {
+	tests := []struct {
+		name   string
+		object func(ns string) client.Object
+		patch  client.Patch
+		check  func(t *testing.T, ns string)
+	}{
+		{
+			name:   "when someone changes a Service port (a new list-map key, and a duplicate name), it comes back",
+			object: func(ns string) client.Object { return service(ns) },
+			patch:  client.RawPatch(types.MergePatchType, []byte(`{"spec":{"ports":[{"name":"https","port":1,"targetPort":1}]}}`)),
+			check: func(t *testing.T, ns string) {
+				live := &corev1.Service{}
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, live); err != nil {
+					t.Fatal(err)
+				}
+				if p := live.Spec.Ports; len(p) != 1 || p[0].Port != 443 {
+					t.Fatalf("ports %+v, want only 443", p)
+				}
+			},
+		},
+		{
+			name:   "when someone adds a container to a Deployment, it goes",
+			object: func(ns string) client.Object { return deployment(ns, 1) },
+			patch:  client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"example.com/sidecar:1"}]}}}}`)),
+			check: func(t *testing.T, ns string) {
+				live := &appsv1.Deployment{}
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, live); err != nil {
+					t.Fatal(err)
+				}
+				if c := live.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "demo" {
+					t.Fatalf("containers %v, want only demo", c)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			a := upsert.Applier{Client: env.Client, FieldOwner: "upsert-test"}
+			if _, err := a.Apply(t.Context(), tt.object(ns)); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Client.Patch(t.Context(), tt.object(ns), tt.patch, client.FieldOwner("tamperer")); err != nil {
+				t.Fatal(err)
+			}
+			if changed, err := a.Apply(t.Context(), tt.object(ns)); err != nil || !changed {
+				t.Fatalf("the repair was not sent: changed=%v err=%v", changed, err)
+			}
+			tt.check(t, ns)
+			if changed, err := a.Apply(t.Context(), tt.object(ns)); err != nil || changed {
+				t.Fatalf("a repaired object must need nothing more: changed=%v err=%v", changed, err)
+			}
+		})
+	}
+}
+
+func service(ns string) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "demo"},
+			Ports:    []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(6443)}},
+		},
 	}
 }

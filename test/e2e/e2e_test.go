@@ -39,6 +39,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("upgrade", testUpgrade)
 	t.Run("fencing", testFencing)
 	t.Run("highly available", testHighlyAvailable)
+	t.Run("namespace deleted", testNamespaceDeleted)
 	t.Run("destroy", testDestroy)
 	t.Run("negative control", testNegativeControl)
 }

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,18 +27,30 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, testenv.Options{AuditLog: true, SkipAdmissionPolicies: true}, &env))
+	os.Exit(testenv.Main(m, testenv.Options{AuditLog: true, SkipAdmissionPolicies: true, ControllerManager: true}, &env))
 }
 
-// controlPlane is a namespace with the CPO's ServiceAccount, Role and
-// RoleBinding, and the fencing binding.
+// controlPlane is a namespace labelled as a control-plane namespace, with
+// the CPO's ServiceAccount, Role and RoleBinding, the fencing binding, and
+// the cluster-wide fencing policy and Lease guard.
 func controlPlane(t *testing.T, holder *string) string {
 	t.Helper()
 	ctx := t.Context()
-	if err := env.Client.Create(ctx, render.FencingPolicy()); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	for _, obj := range []client.Object{render.FencingPolicy(), render.LeaseGuardPolicy(), render.LeaseGuardBinding()} {
+		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	ns := env.Namespace(t)
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(namespace.DeepCopy())
+	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
+	if err := env.Client.Patch(ctx, namespace, patch); err != nil {
+		t.Fatal(err)
+	}
 	objects := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, Rules: rbac.ControlPlaneOperatorRules()},
@@ -92,6 +105,33 @@ func service(ns, name string) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
 	}
+}
+
+// awaitRefusal retries do (policies compile asynchronously) until it
+// fails with a message containing want, and returns that error.
+func awaitRefusal(t *testing.T, do func() error, want string) error {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = do(); err != nil && strings.Contains(err.Error(), want) {
+			return err
+		}
+	}
+	t.Fatalf("never refused with %q; last result: %v", want, err)
+	return nil
+}
+
+// awaitSuccess retries do for up to 30s until it succeeds, and returns its
+// last error.
+func awaitSuccess(t *testing.T, do func() error) error {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = do(); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // denied waits until the policy is enforced (policies compile
@@ -167,30 +207,120 @@ func TestFencing(t *testing.T) {
 		}
 	})
 
-	t.Run("when the Lease does not exist, every write in the namespace is denied, and creating the Lease is allowed", func(t *testing.T) {
-		ns := controlPlane(t, nil)
+	t.Run("when the Lease does not exist, no one's write is refused for it, and creating the Lease is allowed", func(t *testing.T) {
+		ns := controlPlane(t, ptr.To("cpo-a"))
+		_ = denied(t, asPod(t, ns, "cpo-b"), ns) // the fencing binding is in force
+		// Only the guard keeps the Lease in place: lift it to delete it.
+		if err := env.Client.Delete(t.Context(), render.LeaseGuardBinding()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Create(context.Background(), render.LeaseGuardBinding()) })
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}}
+		if err := awaitSuccess(t, func() error { return env.Client.Delete(t.Context(), lease.DeepCopy()) }); err != nil {
+			t.Fatal(err)
+		}
+		// Once the API server sees no param, the binding judges nothing: the
+		// write that was fenced goes through (with Deny it would be refused
+		// "no params found", and so would everyone's).
+		if err := awaitSuccess(t, func() error {
+			return asPod(t, ns, "cpo-b").Create(t.Context(), service(ns, fmt.Sprintf("p-%d", time.Now().UnixNano())))
+		}); err != nil {
+			t.Fatalf("with the Lease missing, writes are still refused: %v", err)
+		}
+		if err := env.Client.Create(t.Context(), service(ns, "admin-write")); err != nil {
+			t.Fatalf("with the Lease missing, an admin's write was refused (the namespace would freeze): %v", err)
+		}
 		c := asPod(t, ns, "cpo-a")
-		var err error
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			if err = c.Create(t.Context(), service(ns, fmt.Sprintf("p-%d", time.Now().UnixNano()))); err != nil && strings.Contains(err.Error(), "no params found") {
-				break
-			}
-		}
-		if err == nil || !strings.Contains(err.Error(), "no params found") {
-			t.Fatalf("got %v, want a denial for the missing Lease", err)
-		}
-		lease := &coordinationv1.Lease{
+		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cpo-a"), LeaseDurationSeconds: ptr.To[int32](60), RenewTime: &metav1.MicroTime{Time: time.Now()}},
-		}
-		if err := env.Client.Create(t.Context(), service(ns, "admin-write")); err == nil || !strings.Contains(err.Error(), "no params found") {
-			t.Fatalf("with the Lease missing, an admin's write must be refused too (why the HO creates the Lease first): %v", err)
 		}
 		if err := c.Create(t.Context(), lease); err != nil {
 			t.Fatalf("acquiring a missing Lease was refused: %v", err)
 		}
 		if err := c.Create(t.Context(), service(ns, "first-write")); err != nil {
 			t.Fatalf("the first holder's write was refused: %v", err)
+		}
+	})
+
+	t.Run("when anyone deletes the Lease while its namespace stays, the guard refuses it", func(t *testing.T) {
+		ns := controlPlane(t, ptr.To("cpo-a"))
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}}
+		err := awaitRefusal(t, func() error { return env.Client.Delete(t.Context(), lease.DeepCopy(), client.DryRunAll) }, "deleted only with its control-plane namespace")
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("an admin deleting the Lease: got %v, want Forbidden", err)
+		}
+		// A CPO pod may not delete it either (its Role has no delete).
+		if err := asPod(t, ns, "cpo-a").Delete(t.Context(), lease.DeepCopy(), client.DryRunAll); !apierrors.IsForbidden(err) {
+			t.Fatalf("the holder deleting the Lease: got %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("when the namespace is deleted, it goes; until then a CPO pod may only delete and finalize", func(t *testing.T) {
+		ns := controlPlane(t, ptr.To("cpo-a"))
+		_ = denied(t, asPod(t, ns, "cpo-b"), ns)
+		held := service(ns, "held")
+		if err := env.Client.Create(t.Context(), held); err != nil {
+			t.Fatal(err)
+		}
+		// Hold the Service, and the CPO's RBAC, so that only the guard
+		// can refuse the CPO's writes while the namespace terminates.
+		hold := []client.Object{
+			held,
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
+		}
+		for _, obj := range hold {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["test.hypershift.openshift.io/hold"]}}`))
+			if err := env.Client.Patch(t.Context(), obj, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := env.Client.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		// The namespace controller removes the Lease (and the rest) while
+		// the held Service keeps the namespace Terminating.
+		leaseKey := client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			err := env.Client.Get(t.Context(), leaseKey, &coordinationv1.Lease{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the namespace controller did not delete the Lease (%v):\n%s", err, env.ControllerManagerLog(t.Context()))
+			}
+		}
+		for _, pod := range []string{"cpo-a", "cpo-b"} {
+			err := awaitRefusal(t, func() error {
+				svc := &corev1.Service{}
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(held), svc); err != nil {
+					return err
+				}
+				svc.Labels = map[string]string{"by": pod}
+				return asPod(t, ns, pod).Update(t.Context(), svc)
+			}, "which is being deleted")
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("%s updating in a namespace being deleted, with no Lease: got %v, want Forbidden", pod, err)
+			}
+		}
+		if err := asPod(t, ns, "cpo-b").Delete(t.Context(), service(ns, "held")); err != nil {
+			t.Fatalf("a CPO pod's delete in a namespace being deleted was refused: %v", err)
+		}
+		for _, obj := range hold {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			if err := env.Client.Patch(t.Context(), obj, patch); err != nil {
+				t.Fatalf("the admin's write in a namespace being deleted was refused: %v", err)
+			}
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the namespace is still there after 60s (%v)", err)
+			}
 		}
 	})
 

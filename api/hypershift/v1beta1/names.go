@@ -20,6 +20,11 @@ const (
 	// HostedControlPlaneLabel marks a control-plane namespace.
 	HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
 
+	// PullSecretCopyLabel marks the copy of a HostedCluster's pull secret in
+	// its control-plane namespace, so that the hypershift-operator can watch
+	// those Secrets, and no other.
+	PullSecretCopyLabel = "hypershift.openshift.io/pull-secret-copy"
+
 	// ControlPlaneOperatorName names the control-plane-operator's
 	// ServiceAccount, Role, RoleBinding and Deployment.
 	ControlPlaneOperatorName = "control-plane-operator"
@@ -31,6 +36,12 @@ const (
 	// HypershiftOperatorLeaseName is the hypershift-operator's Lease in its
 	// own namespace.
 	HypershiftOperatorLeaseName = "hypershift-operator-leader-elect"
+
+	// OperateOnReleaseImageEnv names the control-plane-operator's environment
+	// variable with the release image it was rolled out for: the
+	// hypershift-operator renders it, the control-plane-operator acts only on
+	// a HostedControlPlane of that release.
+	OperateOnReleaseImageEnv = "OPERATE_ON_RELEASE_IMAGE"
 
 	// MaxNamespaceLength is the longest namespace name Kubernetes accepts.
 	MaxNamespaceLength = 63

@@ -62,6 +62,10 @@ type Reconciler struct {
 	// Fencing says whether the API server is to refuse writes by CPO pods
 	// that do not hold the Lease.
 	Fencing Fencing
+	// Probe observes the fence (see fence_observation.go).
+	Probe FenceProbe
+
+	fences fences
 }
 
 // scope is what one reconcile of one HostedCluster works with.
@@ -74,6 +78,14 @@ type scope struct {
 	// pullSecret is the .dockerconfigjson of the HostedCluster's pull
 	// secret, read once per reconcile.
 	pullSecret []byte
+	// claimed is set once the control-plane namespace is known to be this
+	// HostedCluster's, and not being deleted: only then does status show
+	// what is in it.
+	claimed bool
+	// fenced is set when this pass applied the namespace's fencing binding
+	// and found every cluster-wide fencing object: the fence is then
+	// observed.
+	fenced bool
 }
 
 // key is the HostedCluster's <namespace>/<name>, the value of the cluster
@@ -120,6 +132,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if refused := (*refusal)(nil); errors.As(err, &refused) {
 		return r.refuse(s, refused), nil
 	}
+	// Status follows the world even when a phase failed: a rollout that
+	// could not be applied must not look rolled out.
+	if s.claimed && s.release != nil {
+		statusResult, statusErr := r.reconcileStatus(ctx, s, err)
+		err = errors.Join(err, statusErr)
+		result = earliest(result, statusResult)
+	}
 	r.setReconciliationSucceeded(s, err)
 	return result, err
 }
@@ -130,7 +149,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileRelease,
 		r.reconcileNamespace,
 		r.reconcileControlPlane,
-		r.reconcileStatus,
 	}
 	for _, phase := range phases {
 		result, err := phase(ctx, s)
@@ -156,6 +174,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return fmt.Errorf("failed to update status: %w", err)
 	}
 	return nil
+}
+
+// earliest merges two results: requeue at the earlier time.
+func earliest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
 }
 
 func (r *Reconciler) applier() upsert.Applier {

@@ -36,6 +36,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if done, result, err := r.teardown(ctx, s); !done || err != nil {
 			return result, err
 		}
+		r.fences.forget(s.namespace)
 	}
 	patch := client.MergeFrom(s.hc.DeepCopy())
 	controllerutil.RemoveFinalizer(s.hc, hyperv1.Finalizer)

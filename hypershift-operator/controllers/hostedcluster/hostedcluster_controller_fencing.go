@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 )
 
@@ -28,9 +29,12 @@ type Fencing struct {
 	Unavailable string
 }
 
+// Active reports whether the HO binds the fencing policy.
+func (f Fencing) Active() bool { return f.Enabled && f.Unavailable == "" }
+
 // reconcileFencing applies the policy and this namespace's binding, or
 // removes the binding when fencing is off, and reports which in status.
-func (r *Reconciler) reconcileFencing(ctx context.Context, in render.Inputs) error {
+func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.Inputs) error {
 	hc := in.HostedCluster
 	switch {
 	case !r.Fencing.Enabled:
@@ -40,22 +44,39 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, in render.Inputs) err
 		setCondition(hc, LeaderFencing, metav1.ConditionFalse, "Unsupported", r.Fencing.Unavailable)
 		return nil
 	}
-	// The binding's param must exist before the binding does: with no
-	// Lease to read, the API server refuses every write in the namespace,
-	// by anyone. The CPO takes this empty Lease as it would a released one.
+	// The binding's param exists before the binding and before any CPO
+	// pod can run, so a CPO is never unfenced; the CPO takes this empty
+	// Lease as it would a released one.
 	if err := r.ensureLease(ctx, in.Namespace()); err != nil {
 		return err
 	}
-	apply := r.applier()
-	if _, err := apply.Apply(ctx, render.FencingPolicy()); err != nil {
+	if _, err := r.applier().Apply(ctx, render.FencingBinding(in)); err != nil {
 		return err
 	}
-	if _, err := apply.Apply(ctx, render.FencingBinding(in)); err != nil {
+	if missing, err := r.missingFencingObjects(ctx); err != nil || missing != "" {
+		if missing != "" {
+			setCondition(hc, LeaderFencing, metav1.ConditionFalse, "FencingPolicyMissing",
+				"The API server does not fence control-plane-operator writes: "+missing+" does not exist (the hypershift-operator re-creates it)")
+		}
 		return err
 	}
-	setCondition(hc, LeaderFencing, metav1.ConditionTrue, "AsExpected",
-		"The API server refuses writes by control-plane-operator pods other than the holder of Lease "+in.Namespace()+"/"+hyperv1.ControlPlaneOperatorLeaseName)
+	// Whether the API server fences is observed once status is known.
+	s.fenced = true
 	return nil
+}
+
+// missingFencingObjects names the first cluster-scoped fencing object
+// (applied by the fencing controller) that the cache does not hold.
+func (r *Reconciler) missingFencingObjects(ctx context.Context) (string, error) {
+	for _, obj := range fencing.Required() {
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("%s %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()), nil
+			}
+			return "", fmt.Errorf("failed to get %s: %w", obj.GetName(), err)
+		}
+	}
+	return "", nil
 }
 
 // deleteFencingBinding removes the binding of namespace, if there is one

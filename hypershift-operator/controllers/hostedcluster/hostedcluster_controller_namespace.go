@@ -48,10 +48,63 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 			message: hyperv1.ControlPlaneNamespaceConflictMessage(s.key(), s.namespace, owner),
 		}
 	}
+	if !ns.DeletionTimestamp.IsZero() {
+		return r.awaitNamespaceGone(ctx, s)
+	}
 	if created {
 		ctrl.LoggerFrom(ctx).Info("Created the control-plane namespace", "namespace", s.namespace)
+		if s.hc.Status.Version != nil {
+			r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, "ControlPlaneRebuilding", "Reconcile",
+				"Control-plane namespace %s was deleted; building the control plane again", s.namespace)
+		}
 	}
+	s.claimed = true
 	return ctrl.Result{}, nil
+}
+
+// namespaceGonePoll is how often a deleted control-plane namespace is looked
+// at while the namespace controller empties it.
+const namespaceGonePoll = 2 * time.Second
+
+// awaitNamespaceGone waits while someone else deletes the control-plane
+// namespace, then the next pass builds the control plane again. A
+// HostedControlPlane whose CPO went with the namespace cannot be finalized
+// by it: once no CPO holds the Lease, the HO lets it go.
+func (r *Reconciler) awaitNamespaceGone(ctx context.Context, s *scope) (ctrl.Result, error) {
+	message := "Control-plane namespace " + s.namespace + " is being deleted; the control plane will be built again once it is gone"
+	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.Available)
+	setCondition(s.hc, hyperv1.Available, metav1.ConditionFalse, "ControlPlaneNamespaceDeleting", message)
+	if before == nil || before.Reason != "ControlPlaneNamespaceDeleting" {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ControlPlaneNamespaceDeleting", "Reconcile", "%s", message)
+	}
+	s.hc.Status.ControlPlaneOperator = nil
+	if err := r.releaseHostedControlPlane(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: namespaceGonePoll}, nil
+}
+
+// releaseHostedControlPlane removes the finalizers of a HostedControlPlane
+// being deleted with its namespace once no CPO holds a valid Lease.
+func (r *Reconciler) releaseHostedControlPlane(ctx context.Context, s *scope) error {
+	hcp := &hyperv1.HostedControlPlane{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}, hcp); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if hcp.DeletionTimestamp.IsZero() || len(hcp.Finalizers) == 0 {
+		return nil
+	}
+	if alive, err := r.controlPlaneOperatorAlive(ctx, s); err != nil || alive {
+		return err
+	}
+	patch := client.MergeFrom(hcp.DeepCopy())
+	hcp.Finalizers = nil
+	if err := r.Client.Patch(ctx, hcp, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ControlPlaneOperatorUnavailable", "ForceTeardown",
+		"HostedControlPlane %s/%s is deleted with its namespace and no control-plane-operator holds the Lease; the hypershift-operator removed its finalizers", hcp.Namespace, hcp.Name)
+	return nil
 }
 
 // claimNamespace returns the control-plane namespace, creating it with this

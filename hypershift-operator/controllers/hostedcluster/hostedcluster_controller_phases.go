@@ -121,7 +121,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		}
 	}
 	// Fence before the CPO can run: after its RBAC, before its Deployment.
-	if err := r.reconcileFencing(ctx, in); err != nil {
+	if err := r.reconcileFencing(ctx, s, in); err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, err := apply.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,8 +20,10 @@ import (
 const maxHistory = 50
 
 // reconcileStatus derives Available, Progressing, the version history and
-// the CPO Lease holder from the HostedControlPlane and the Lease.
-func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
+// the CPO Lease holder from the HostedControlPlane, the CPO Deployment and
+// the Lease. applyErr is the pass's error, if any: a release the HO could
+// not apply is not rolling out, and says why.
+func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr error) (ctrl.Result, error) {
 	hcp := &hyperv1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}, hcp); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -28,7 +31,14 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope) (ctrl.Result
 		}
 		hcp = nil
 	}
-	r.setVersion(s, hcp)
+	deployment := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorName}, deployment); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("failed to get the control-plane-operator Deployment: %w", err)
+		}
+		deployment = nil
+	}
+	r.setVersion(s, hcp, deployment, applyErr)
 	setAvailable(s.hc, hcp)
 
 	lease := &coordinationv1.Lease{}
@@ -39,7 +49,7 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope) (ctrl.Result
 		lease = nil
 	}
 	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
-	return ctrl.Result{}, nil
+	return r.observeFencing(ctx, s, lease)
 }
 
 // leaderStatus is what status shows of the Lease: only what changes with
@@ -59,9 +69,11 @@ func leaderStatus(lease *coordinationv1.Lease) *hyperv1.ControlPlaneOperatorStat
 }
 
 // setVersion records the desired release and keeps the history: a new
-// release image starts a Partial entry, which completes when the
-// HostedControlPlane reports that release ready.
-func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane) {
+// release image starts a Partial entry, which completes only when the CPO
+// Deployment runs that release, rolled out, and the HostedControlPlane
+// reports it ready. Until then Progressing is True, with the reason that
+// holds it back.
+func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane, deployment *appsv1.Deployment, applyErr error) {
 	desired := configv1.Release{Image: s.hc.Spec.Release.Image, Version: s.release.Version}
 	version := s.hc.Status.Version
 	if version == nil {
@@ -82,18 +94,46 @@ func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane) {
 		}
 	}
 	top := &version.History[0]
-	if top.State == configv1.PartialUpdate && hcp != nil && hcp.Status.Ready &&
+	operatorRunsIt := rolledOut(deployment, desired.Image)
+	if top.State == configv1.PartialUpdate && operatorRunsIt && hcp != nil && hcp.Status.Ready &&
 		hcp.Status.ReleaseImage == desired.Image && hcp.Status.Version == desired.Version {
 		top.State = configv1.CompletedUpdate
 		top.CompletionTime = ptrTime(metav1.NewTime(r.now()))
 	}
 	s.hc.Status.Version = version
 
-	if top.State == configv1.PartialUpdate {
-		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "RollingOut", "Rolling out release "+desired.Version)
-	} else {
+	switch {
+	case top.State == configv1.CompletedUpdate:
 		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionFalse, "AsExpected", "Release "+desired.Version+" is rolled out")
+	case !operatorRunsIt && applyErr != nil:
+		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "RolloutBlocked",
+			"Release "+desired.Version+" is not rolled out: the control-plane-operator Deployment cannot be updated: "+applyErr.Error())
+	case !operatorRunsIt:
+		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "ControlPlaneOperatorRollingOut",
+			"Rolling out release "+desired.Version+": the control-plane-operator does not run it yet")
+	default:
+		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "RollingOut", "Rolling out release "+desired.Version)
 	}
+}
+
+// rolledOut reports whether the CPO Deployment is rendered for release and
+// the Deployment controller has rolled that template out to every replica.
+func rolledOut(d *appsv1.Deployment, release string) bool {
+	if d == nil || len(d.Spec.Template.Spec.Containers) == 0 {
+		return false
+	}
+	rendered := false
+	for _, env := range d.Spec.Template.Spec.Containers[0].Env {
+		if env.Name == hyperv1.OperateOnReleaseImageEnv {
+			rendered = env.Value == release
+		}
+	}
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	return rendered && d.Status.ObservedGeneration >= d.Generation &&
+		d.Status.UpdatedReplicas == replicas && d.Status.Replicas == replicas
 }
 
 // setAvailable mirrors the HostedControlPlane's availability.

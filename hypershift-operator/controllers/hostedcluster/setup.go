@@ -23,15 +23,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 )
 
 // CacheOptions limits the manager's cache to what this controller needs:
-// control-plane namespaces, and only the CPO Lease of each namespace.
-// Secrets are never cached; they are read through the API reader.
+// control-plane namespaces, only the CPO Lease of each namespace, and of
+// Secrets only the pull-secret copies it writes (watched for drift; reads of
+// Secrets go past the cache).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{hyperv1.HostedControlPlaneLabel: "true"})},
+			&corev1.Secret{}:    {Label: labels.SelectorFromSet(labels.Set{hyperv1.PullSecretCopyLabel: "true"})},
 			&coordinationv1.Lease{}: {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
 			},
@@ -66,9 +69,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace)).
 		Watches(&appsv1.Deployment{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&corev1.ServiceAccount{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&corev1.Secret{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.RoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		// LeaderFencing on every HostedCluster follows the cluster-scoped
+		// fencing objects.
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&coordinationv1.Lease{},
 			handler.EnqueueRequestsFromMapFunc(r.clusterFromLease),
 			builder.WithPredicates(leadershipChanged)).
@@ -92,12 +100,36 @@ func (r *Reconciler) clustersOfNamespace(ctx context.Context, obj client.Object)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the HostedClusters of a namespace", "namespace", obj.GetName())
 		return nil
 	}
+	return requestsFor(list)
+}
+
+func requestsFor(list *hyperv1.HostedClusterList) []reconcile.Request {
 	requests := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
 }
+
+// allClusters maps an event to every HostedCluster.
+func (r *Reconciler) allClusters(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &hyperv1.HostedClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list HostedClusters")
+		return nil
+	}
+	return requestsFor(list)
+}
+
+// isFencingObject passes events of the cluster-scoped fencing objects.
+var isFencingObject = predicate.NewPredicateFuncs(func(obj client.Object) bool {
+	for _, f := range fencing.Required() {
+		if f.GetName() == obj.GetName() {
+			return true
+		}
+	}
+	return false
+})
 
 // clusterFromLease maps a CPO Lease to its HostedCluster through the
 // control-plane namespace's annotation (client-go creates the Lease bare).

@@ -37,7 +37,12 @@ func TestMain(m *testing.M) {
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	os.Exit(testenv.Main(m, testenv.Options{AuditLog: true, ControllerManager: true}, &env))
+	os.Exit(testenv.Main(m, testenv.Options{
+		AuditLog: true, ControllerManager: true,
+		// The real Deployment controller rolls the CPO Deployment out (its
+		// pods stay Pending: there is no node), as status expects.
+		ControllerManagerControllers: []string{"namespace-controller", "garbage-collector-controller", "deployment-controller", "replicaset-controller"},
+	}, &env))
 }
 
 var operatorCount atomic.Int32
@@ -47,6 +52,14 @@ var operatorCount atomic.Int32
 // the user's name, for the audit log.
 func startOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)) string {
 	t.Helper()
+	user, _ := startStoppableOperator(t, mutate)
+	return user
+}
+
+// startStoppableOperator is startOperator that also returns a function
+// that stops the operator before the test ends.
+func startStoppableOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)) (string, func()) {
+	t.Helper()
 	user := fmt.Sprintf("hypershift-operator-%d", operatorCount.Add(1))
 	cfg, err := env.AddUser(user)
 	if err != nil {
@@ -54,8 +67,7 @@ func startOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)) string 
 	}
 	bindClusterRole(t, user)
 
-	hotest.StartOperator(t, cfg, mutate)
-	return user
+	return user, hotest.StartOperator(t, cfg, mutate)
 }
 
 // bindClusterRole binds the HO's ClusterRole, and only it, to user.

@@ -1,0 +1,88 @@
+package operator_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/support/testutil"
+)
+
+// TestTamperedComponentsAreRepaired changes, as another field manager, a
+// field of every object the CPO renders (the component Deployments'
+// images and the Services' ports) and expects each back within 10s; once
+// repaired, the CPO writes nothing more.
+func TestTamperedComponentsAreRepaired(t *testing.T) {
+	cp := newControlPlane(t, false)
+	c := startCPO(t, cp, "cpo-a", cp.releaseImage)
+	awaitHolder(t, cp, 30*time.Second, "cpo-a")
+	awaitComponents(t, cp)
+	time.Sleep(time.Second)
+
+	inComponent := client.HasLabels{render.ComponentLabel}
+	deployments := &appsv1.DeploymentList{}
+	services := &corev1.ServiceList{}
+	for _, list := range []client.ObjectList{deployments, services} {
+		if err := env.Client.List(t.Context(), list, client.InNamespace(cp.namespace), inComponent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(deployments.Items) == 0 || len(services.Items) == 0 {
+		t.Fatalf("found %d Deployments and %d Services to tamper with", len(deployments.Items), len(services.Items))
+	}
+	for i := range deployments.Items {
+		want := deployments.Items[i].Spec.Template.Spec.Containers
+		tamperAndAwait(t, &deployments.Items[i], types.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[{"name":"`+want[0].Name+`","image":"registry.example/evil:1"}]}}}}`,
+			func(obj client.Object) error {
+				if got := obj.(*appsv1.Deployment).Spec.Template.Spec.Containers; !equality.Semantic.DeepEqual(got, want) {
+					return fmt.Errorf("containers still differ: image %s", got[0].Image)
+				}
+				return nil
+			})
+	}
+	for i := range services.Items {
+		want := services.Items[i].Spec.Ports
+		tamperAndAwait(t, &services.Items[i], types.MergePatchType, `{"spec":{"ports":[{"port":1,"targetPort":1,"name":"`+want[0].Name+`"}]}}`,
+			func(obj client.Object) error {
+				if got := obj.(*corev1.Service).Spec.Ports; !equality.Semantic.DeepEqual(got, want) {
+					return fmt.Errorf("ports %v", got)
+				}
+				return nil
+			})
+	}
+	time.Sleep(time.Second)
+	quiet := time.Now()
+	time.Sleep(3 * time.Second)
+	for _, w := range successfulWrites(t, cp.namespace, c.user) {
+		if w.at.After(quiet) && !w.isLease() {
+			t.Errorf("once repaired, the CPO still wrote: %s", w)
+		}
+	}
+}
+
+// tamperAndAwait patches obj as another field manager and waits up to 10s
+// for repaired to accept the live object.
+func tamperAndAwait(t *testing.T, obj client.Object, patchType types.PatchType, patch string, repaired func(client.Object) error) {
+	t.Helper()
+	if err := env.Client.Patch(t.Context(), obj, client.RawPatch(patchType, []byte(patch)), client.FieldOwner("tamperer")); err != nil {
+		t.Fatalf("%T %s: %v", obj, obj.GetName(), err)
+	}
+	if repaired(obj) == nil {
+		t.Fatalf("%T %s: the change did not take", obj, obj.GetName())
+	}
+	start := time.Now()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		return repaired(obj)
+	})
+	t.Logf("%T %s repaired after %s", obj, obj.GetName(), time.Since(start).Round(time.Millisecond))
+}

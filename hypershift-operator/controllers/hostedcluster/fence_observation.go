@@ -1,0 +1,184 @@
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+)
+
+// Fence observation: LeaderFencing=True is not what the HO applied but what
+// the API server is seen to do. One server-side dry-run write, as a
+// control-plane-operator pod that no pod is named, must be refused by the
+// fence, and the refusal names the holder the API server judges against:
+// it must be the Lease's holder (whose writes the policy then admits). The
+// probe runs when the policy, the binding or the holder changed, never on a
+// renewal; a converged cluster costs no request.
+//
+// A fence that judges against another holder is stale: the API server's
+// Lease param cache stopped (see render.KeepAlivePolicy). The HO re-creates
+// the binding once; if that does not help, it reports FenceWedged with what
+// to do, since only an API server restart clears it.
+
+const (
+	// fenceProbePod is the pod name of the probe: no pod has it.
+	fenceProbePod = "hypershift-operator-fence-probe"
+	// fenceRecheck is how soon a fence not in force, or stale, is looked at
+	// again.
+	fenceRecheck = 2 * time.Second
+)
+
+// fenceState is what the HO last observed of one namespace's fence.
+type fenceState struct {
+	// observed is the policy, binding and holder the last verdict was for.
+	observed string
+	verified bool
+	// staleSince is when the fence was first seen judging against another
+	// holder; recreated is set once the binding was re-created for it.
+	staleSince time.Time
+	recreated  bool
+}
+
+// fences holds a fenceState per control-plane namespace.
+type fences struct {
+	mu    sync.Mutex
+	state map[string]*fenceState
+}
+
+func (f *fences) get(namespace string) *fenceState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.state == nil {
+		f.state = map[string]*fenceState{}
+	}
+	if f.state[namespace] == nil {
+		f.state[namespace] = &fenceState{}
+	}
+	return f.state[namespace]
+}
+
+func (f *fences) forget(namespace string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.state, namespace)
+}
+
+// observeFencing sets LeaderFencing from what the API server does, when the
+// HO fences this cluster and every fencing object exists.
+func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordinationv1.Lease) (ctrl.Result, error) {
+	if !s.fenced {
+		return ctrl.Result{}, nil
+	}
+	holder := holderOf(lease)
+	observed, err := r.fenceObserved(ctx, s.namespace, holder)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	state := r.fences.get(s.namespace)
+	if state.observed == observed && state.verified {
+		setFenceVerified(s, holder)
+		return ctrl.Result{}, nil
+	}
+	state.observed, state.verified = observed, false
+	if r.Probe == nil {
+		setCondition(s.hc, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "The hypershift-operator has no way to probe the fence")
+		return ctrl.Result{}, nil
+	}
+	judged, err := r.Probe.Judge(ctx, s.namespace, fenceProbePod)
+	switch {
+	case err != nil:
+		setCondition(s.hc, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "Failed to probe the fence: "+err.Error())
+		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
+	case judged.Admitted:
+		setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceNotInForce",
+			"The API server admitted a write by a control-plane-operator pod that does not hold Lease "+s.namespace+"/"+hyperv1.ControlPlaneOperatorLeaseName+": the fencing binding is not in force yet")
+		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
+	case judged.Holder == holder:
+		state.verified, state.staleSince, state.recreated = true, time.Time{}, false
+		setFenceVerified(s, holder)
+		return ctrl.Result{}, nil
+	}
+	return r.fenceStale(ctx, s, state, holder, judged.Holder)
+}
+
+// fenceObserved identifies what a verdict is for: the policy, the binding
+// (both from the cache) and the holder.
+func (r *Reconciler) fenceObserved(ctx context.Context, namespace, holder string) (string, error) {
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingPolicyName}, policy); err != nil {
+		return "", fmt.Errorf("failed to get the fencing policy: %w", err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingBindingName(namespace)}, binding); err != nil {
+		return "", fmt.Errorf("failed to get the fencing binding: %w", err)
+	}
+	return fmt.Sprintf("%s/%s %s/%s %s", policy.UID, policy.ResourceVersion, binding.UID, binding.ResourceVersion, holder), nil
+}
+
+// fenceStale handles a fence that judges against fenced while the Lease
+// names holder: a cache that lags shows it once; a stopped param cache
+// shows it again after a moment, and again after the binding is
+// re-created.
+func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState, holder, fenced string) (ctrl.Result, error) {
+	live := &coordinationv1.Lease{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, live); err == nil && holderOf(live) == fenced {
+		// The HO's cache lags behind the API server: look again shortly.
+		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
+	}
+	message := fmt.Sprintf("The API server fences control-plane-operator writes against holder %q while Lease %s/%s names %q: its Lease param cache is stale (kubernetes/kubernetes#130887)",
+		fenced, s.namespace, hyperv1.ControlPlaneOperatorLeaseName, holder)
+	now := r.now()
+	switch {
+	case state.staleSince.IsZero():
+		state.staleSince = now
+		setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceStale", message)
+		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
+	case now.Sub(state.staleSince) < fenceRecheck:
+		return ctrl.Result{RequeueAfter: fenceRecheck - now.Sub(state.staleSince)}, nil
+	case !state.recreated:
+		state.recreated = true
+		setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceStale", message+"; re-creating the fencing binding")
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "FenceStale", "RecreateFencingBinding", "%s; re-creating the fencing binding", message)
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(s.namespace)}}
+		if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("failed to re-create the fencing binding: %w", err)
+		}
+		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
+	}
+	wedged := message + "; re-creating the fencing binding did not help. Until the kube-apiserver is restarted, the holder's writes are refused: restart the kube-apiserver to clear its cache"
+	before := meta.FindStatusCondition(s.original.Status.Conditions, LeaderFencing)
+	setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceWedged", wedged)
+	if before == nil || before.Reason != "FenceWedged" {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "FenceWedged", "ProbeFence", "%s", wedged)
+	}
+	// The verdict stands until the policy, the binding or the holder
+	// change; a slow look keeps it honest meanwhile.
+	return ctrl.Result{RequeueAfter: refusalRecheck}, nil
+}
+
+func setFenceVerified(s *scope, holder string) {
+	message := "The API server refuses writes by control-plane-operator pods other than the holder of Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
+	if holder == "" {
+		message = "The API server refuses every control-plane-operator write until a pod holds Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
+	}
+	setCondition(s.hc, LeaderFencing, metav1.ConditionTrue, "AsExpected", message)
+}
+
+func holderOf(lease *coordinationv1.Lease) string {
+	if lease == nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
