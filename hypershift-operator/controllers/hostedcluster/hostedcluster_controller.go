@@ -66,6 +66,7 @@ type Reconciler struct {
 	Probe FenceProbe
 
 	fences fences
+	leases *leaseClock
 }
 
 // scope is what one reconcile of one HostedCluster works with.

@@ -49,6 +49,13 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 		lease = nil
 	}
 	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
+	if lease != nil && r.leases != nil {
+		if silent, duration := r.leases.silent(client.ObjectKeyFromObject(lease)); silent {
+			setCondition(s.hc, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
+				fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
+					s.namespace, hyperv1.ControlPlaneOperatorLeaseName, duration))
+		}
+	}
 	return r.observeFencing(ctx, s, lease)
 }
 

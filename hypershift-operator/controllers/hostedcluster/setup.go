@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -59,6 +60,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return fmt.Errorf("failed to index HostedClusters by control-plane namespace: %w", err)
 	}
+	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.Election.LeaseDuration, requests: r.clusterFromLease}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
@@ -77,9 +79,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// fencing objects.
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
-		Watches(&coordinationv1.Lease{},
-			handler.EnqueueRequestsFromMapFunc(r.clusterFromLease),
-			builder.WithPredicates(leadershipChanged)).
+		Watches(&coordinationv1.Lease{}, r.leases.handler()).
 		Complete(r)
 }
 

@@ -1,0 +1,99 @@
+package hostedcluster_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/support/testutil"
+)
+
+// renewAs renews the CPO Lease as holder every second until stop is
+// called, with a lease duration of leaseSeconds, as a leading CPO would.
+func renewAs(t *testing.T, c *cluster, holder string, leaseSeconds int32) (stop func()) {
+	t.Helper()
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	renew := func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			lease := &coordinationv1.Lease{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+				return err
+			}
+			lease.Spec.HolderIdentity = ptr.To(holder)
+			lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds)
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			return env.Client.Update(t.Context(), lease)
+		})
+	}
+	testutil.Eventually(t, converge, renew)
+	go func() {
+		defer close(done)
+		for !stopped.Load() {
+			time.Sleep(time.Second)
+			if !stopped.Load() {
+				_ = renew()
+			}
+		}
+	}()
+	var once atomic.Bool
+	stop = func() {
+		if once.CompareAndSwap(false, true) {
+			stopped.Store(true)
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestSilentLeaseMakesAvailableUnknown checks that status goes stale
+// honestly: while the CPO renews its Lease, Available follows the
+// HostedControlPlane; once no renewal comes for the lease duration, it is
+// Unknown, naming the silent control-plane-operator; renewals bring it back.
+func TestSilentLeaseMakesAvailableUnknown(t *testing.T) {
+	startOperator(t, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
+	c := newCluster(t, "4.17.0", nil)
+	awaitControlPlane(t, c)
+	const leaseSeconds = 3
+	stop := renewAs(t, c, "cpo-x", leaseSeconds)
+	reportReady(t, c, "4.17.0")
+	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
+
+	// Renewals keep it Available for longer than the lease duration.
+	for end := time.Now().Add(2 * leaseSeconds * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if err := checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue); err != nil {
+			t.Fatalf("while the CPO renews: %v", err)
+		}
+	}
+
+	stop()
+	silentAt := time.Now()
+	testutil.Eventually(t, leaseSeconds*time.Second+5*time.Second, func() error {
+		hc := c.get(t)
+		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionUnknown); err != nil {
+			return err
+		}
+		if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != "ControlPlaneOperatorSilent" {
+			return fmt.Errorf("Available is Unknown for %s: %s", a.Reason, a.Message)
+		}
+		return nil
+	})
+	if waited := time.Since(silentAt); waited < leaseSeconds*time.Second-time.Second {
+		t.Fatalf("Available went Unknown %s after the last renewal, before the lease duration (%ds)", waited, leaseSeconds)
+	}
+	t.Logf("Available went Unknown %s after the last renewal", time.Since(silentAt).Round(time.Millisecond))
+
+	renewAs(t, c, "cpo-y", leaseSeconds)
+	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
+}
