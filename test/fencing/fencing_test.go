@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,22 +81,10 @@ func controlPlane(t *testing.T, holder *string) string {
 }
 
 // asPod returns a client that is the CPO ServiceAccount with a token bound
-// to pod (pod "" carries no pod name, as a token from a Secret would not).
+// to pod.
 func asPod(t *testing.T, ns, pod string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + ns + ":" + hyperv1.ControlPlaneOperatorName,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-	}
-	if pod != "" {
-		cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/pod-name": {pod}}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return env.AsPod(t, ns, hyperv1.ControlPlaneOperatorName, pod)
 }
 
 func service(ns, name string) *corev1.Service {

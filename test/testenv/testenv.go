@@ -238,3 +238,24 @@ func (e *Env) Namespace(t testing.TB) string {
 	})
 	return ns.Name
 }
+
+// AsPod returns a client that is the ServiceAccount namespace/serviceAccount
+// with a token bound to pod, as the API server sees a pod's process: the
+// pod's name in the user's extra authentication.kubernetes.io/pod-name
+// (pod "" carries none, as a token from a Secret would not).
+func (e *Env) AsPod(t testing.TB, namespace, serviceAccount, pod string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	if pod != "" {
+		cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/pod-name": {pod}}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatalf("failed to create a client for pod %s: %v", pod, err)
+	}
+	return c
+}

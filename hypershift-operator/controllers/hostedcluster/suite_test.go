@@ -11,8 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/util/retry"
@@ -23,7 +21,6 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/hotest"
-	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -65,26 +62,9 @@ func startStoppableOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bindClusterRole(t, user)
+	hotest.BindClusterRole(t, env.Client, user)
 
 	return user, hotest.StartOperator(t, cfg, mutate)
-}
-
-// bindClusterRole binds the HO's ClusterRole, and only it, to user.
-func bindClusterRole(t *testing.T, user string) {
-	t.Helper()
-	role := rbac.ClusterRole()
-	if err := env.Client.Create(t.Context(), role); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if err := env.Client.Create(t.Context(), binding); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // cluster is one HostedCluster under test with its registry.
