@@ -47,13 +47,18 @@ help: ## Show this help.
 build: ## Build hypershift, hypershift-operator and control-plane-operator into bin/.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
 
+# KEEP=1 keeps the local cluster's state (objects, claims and their data)
+# when it stops, and makes the next `make run KEEP=1` carry on from it.
+KEEP ?=
+KEEP_FLAG = $(if $(KEEP),--keep-state)
+
 .PHONY: run
-run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it).
-	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev
+run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
+	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: stop
-stop: ## Stop what `make run` started and remove its state.
-	go run ./hack/devcluster --stop --state $(BIN)/dev
+stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1.
+	go run ./hack/devcluster --stop --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: localbin
 localbin: ## Build what the local cluster runs besides the product: the stand-in and a test-only operator build.
