@@ -91,7 +91,7 @@ check data /data; check scratch /scratch; sleep 1000`)
 	}
 	eventually(t, 30*time.Second, "the released volume deleted", func() error {
 		if _, err := os.Stat(pv.Spec.HostPath.Path); !os.IsNotExist(err) {
-			return fmt.Errorf("the directory is still there: %v", err)
+			return fmt.Errorf("the directory is still there: %w", err)
 		}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: pv.Name}, &corev1.PersistentVolume{}); err == nil {
 			return fmt.Errorf("volume %s is still there", pv.Name)

@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 )
 
 // serviceBackends returns, for each TCP port of a Service, the addresses
@@ -103,7 +104,7 @@ func sliceBackends(slices []*discoveryv1.EndpointSlice, port corev1.ServicePort)
 			continue
 		}
 		for _, p := range slice.Ports {
-			if p.Port == nil || ptrValue(p.Name) != port.Name || (p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP) {
+			if p.Port == nil || ptr.Deref(p.Name, "") != port.Name || ptr.Deref(p.Protocol, corev1.ProtocolTCP) != corev1.ProtocolTCP {
 				continue
 			}
 			for _, ep := range slice.Endpoints {
@@ -117,13 +118,6 @@ func sliceBackends(slices []*discoveryv1.EndpointSlice, port corev1.ServicePort)
 		}
 	}
 	return out
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // apiServerBackends is the API server's address, from the agent's own

@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,8 +107,11 @@ func TestServiceProxy(t *testing.T) {
 	for _, addr := range []string{clusterAddr, nodeAddr} {
 		eventually(t, 10*time.Second, "both pods answering on "+addr, func() error {
 			got, err := answers(addr, 6)
-			if err != nil || got["left"] == 0 || got["right"] == 0 {
-				return fmt.Errorf("answers %v, %v", got, err)
+			if err != nil {
+				return err
+			}
+			if got["left"] == 0 || got["right"] == 0 {
+				return fmt.Errorf("answers %v", got)
 			}
 			return nil
 		})
@@ -114,8 +120,12 @@ func TestServiceProxy(t *testing.T) {
 	setInRotation(t, ns, "left", false)
 	moved := time.Now()
 	eventually(t, 5*time.Second, "traffic away from the unready pod", func() error {
-		if got, err := answers(clusterAddr, 10); err != nil || got["right"] != 10 {
-			return fmt.Errorf("answers %v, %v", got, err)
+		got, err := answers(clusterAddr, 10)
+		if err != nil {
+			return err
+		}
+		if got["right"] != 10 {
+			return fmt.Errorf("answers %v", got)
 		}
 		return nil
 	})
@@ -159,4 +169,21 @@ func refusedAtOnce(addr string) error {
 		return fmt.Errorf("%s refused after %s, want at once", addr, elapsed)
 	}
 	return nil
+}
+
+// TestEndpointSlicesRefuseLoopbackAddresses pins the fact the proxy is
+// built around: the API refuses an EndpointSlice naming a pod's loopback
+// address, so the endpointslice controller cannot publish this node's pods
+// and the agent derives their endpoints itself.
+func TestEndpointSlicesRefuseLoopbackAddresses(t *testing.T) {
+	ns := env.Namespace(t)
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "loopback", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{podPrefix.Addr().Next().String()}}},
+	}
+	err := env.Client.Create(t.Context(), slice)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("creating an EndpointSlice with a loopback address: %v, want it refused as invalid", err)
+	}
 }

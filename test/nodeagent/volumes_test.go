@@ -115,7 +115,7 @@ func TestSecretUpdatesAreAtomic(t *testing.T) {
 	// Near the API's 1 MiB limit: writing it takes a while.
 	const size = 900 << 10
 	version := func(n int) map[string][]byte {
-		return map[string][]byte{"big": bytes.Repeat([]byte{byte('a' + n)}, size), "version": []byte{byte('a' + n)}}
+		return map[string][]byte{"big": bytes.Repeat([]byte{byte('a' + n)}, size), "version": {byte('a' + n)}}
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rotating"}, Data: version(0)}
 	createObject(t, secret)

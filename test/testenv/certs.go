@@ -48,7 +48,7 @@ func useOwnCertificates(env *envtest.Environment, dir string, extraIPs []string)
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.CertDir = dir
 	// envtest keeps the certificates it finds and trusts this CA.
-	apiServer.SecureServing.CA = ca.CertPEM()
+	apiServer.CA = ca.CertPEM()
 	return nil
 }
 
