@@ -156,8 +156,11 @@ func TestSecretUpdatesAreAtomic(t *testing.T) {
 		}
 		eventually(t, 10*time.Second, fmt.Sprintf("version %d in the volume", n), func() error {
 			got, err := os.ReadFile(filepath.Join(dir, "big"))
-			if err != nil || len(got) == 0 || got[0] != byte('a'+n) {
-				return fmt.Errorf("not yet: %v", err)
+			if err != nil {
+				return err
+			}
+			if len(got) == 0 || got[0] != byte('a'+n) {
+				return fmt.Errorf("the volume still holds another version (%d bytes)", len(got))
 			}
 			return nil
 		})
