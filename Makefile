@@ -16,9 +16,20 @@ COMMIT  ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/hypershift-le/hypershift/support/version.Version=$(VERSION) \
            -X github.com/hypershift-le/hypershift/support/version.Commit=$(COMMIT)
 
-# Test binaries: the real etcd, kube-apiserver, kube-controller-manager and
-# kubectl, built from the Go modules pinned in hack/tools.
-TESTBIN := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl
+# Test binaries: the real etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl, built from the Go modules pinned in hack/tools.
+TESTBIN := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+
+# The Kubernetes binaries report their version as the Kubernetes build sets it
+# (hack/lib/version.sh in kubernetes): the k8s.io/kubernetes module's version,
+# and as build date its release time, so that the build stays reproducible.
+# Module sources carry no git commit, so gitCommit stays empty.
+KUBE_VERSION     = $(shell cd $(TOOLS_MOD) && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_BUILD_DATE  = $(shell cd $(TOOLS_MOD) && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
+kube_version_x   = -X $(1).gitVersion=$(2) -X $(1).gitMajor=$(word 1,$(3)) -X $(1).gitMinor=$(word 2,$(3)) \
+                   -X $(1).gitCommit= -X $(1).gitTreeState=clean -X $(1).buildDate=$(4)
+kube_ldflags     = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+                     $(call kube_version_x,$(pkg),$(1),$(subst ., ,$(patsubst v%,%,$(1))),$(2)))
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
@@ -36,13 +47,18 @@ help: ## Show this help.
 build: ## Build hypershift, hypershift-operator and control-plane-operator into bin/.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
 
+# KEEP=1 keeps the local cluster's state (objects, claims and their data)
+# when it stops, and makes the next `make run KEEP=1` carry on from it.
+KEEP ?=
+KEEP_FLAG = $(if $(KEEP),--keep-state)
+
 .PHONY: run
-run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it).
-	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev
+run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
+	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: stop
-stop: ## Stop what `make run` started and remove its state.
-	go run ./hack/devcluster --stop --state $(BIN)/dev
+stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1.
+	go run ./hack/devcluster --stop --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: localbin
 localbin: ## Build what the local cluster runs besides the product: the stand-in and a test-only operator build.
@@ -50,11 +66,12 @@ localbin: ## Build what the local cluster runs besides the product: the stand-in
 	go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
-testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules (skipped when built).
+testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules (skipped when built).
 
 $(TESTBIN) &: $(TOOLS_DEPS)
-	@echo "Building etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules (about 8 minutes the first time)..."
-	cd $(TOOLS_MOD) && go build -o $(BIN)/ ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kubectl
+	@echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules (about 9 minutes the first time)..."
+	cd $(TOOLS_MOD) && go build -ldflags '$(call kube_ldflags,$(KUBE_VERSION),$(KUBE_BUILD_DATE))' -o $(BIN)/ \
+	  ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubectl
 	@touch $(TESTBIN)
 
 $(BIN)/controller-gen: $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum

@@ -4,7 +4,9 @@
 // registry with two release payloads), the hypershift-operator installed by
 // `hypershift install`, and a demo HostedCluster that it waits to be
 // Available. It is what `make run` starts; Ctrl-C or `make stop` stops it
-// and removes its state.
+// and removes its state, unless it runs with --keep-state (`make run
+// KEEP=1`): then its state stays when it stops, and the next run with
+// --keep-state carries on from it, with the same objects, claims and data.
 package main
 
 import (
@@ -23,7 +25,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
-	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 )
@@ -34,14 +35,15 @@ func main() {
 	flags := flag.NewFlagSet("devcluster", flag.ExitOnError)
 	binDir := flags.String("bin", "bin", "the directory holding the built binaries")
 	stateDir := flags.String("state", "bin/dev", "where the cluster keeps its state while it runs")
-	stop := flags.Bool("stop", false, "stop a running devcluster and remove its state")
+	stop := flags.Bool("stop", false, "stop a running devcluster")
+	keep := flags.Bool("keep-state", false, "keep the cluster's state when it stops, and carry on from a kept state at start; with --stop, keep the state of a cluster that is not running")
 	_ = flags.Parse(os.Args[1:])
 	pidFile := filepath.Join(*stateDir, "devcluster.pid")
 	var err error
 	if *stop {
-		err = stopRunning(pidFile, *stateDir)
+		err = stopRunning(pidFile, *stateDir, *keep)
 	} else {
-		err = run(*binDir, *stateDir, pidFile)
+		err = run(*binDir, *stateDir, pidFile, *keep)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devcluster: %v\n", err)
@@ -49,7 +51,7 @@ func main() {
 	}
 }
 
-func run(binDir, stateDir, pidFile string) error {
+func run(binDir, stateDir, pidFile string, keep bool) error {
 	if pid, alive := running(pidFile); alive {
 		return fmt.Errorf("a local cluster is already running (pid %d): run `make stop` first", pid)
 	}
@@ -61,17 +63,29 @@ func run(binDir, stateDir, pidFile string) error {
 	if err != nil {
 		return err
 	}
-	_ = os.RemoveAll(stateDir) // leftovers of a run that was killed
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
-	fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager, the node agent and a registry...")
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, Log: logr.Discard()})
+	resumed := false
+	if keep {
+		_, err := os.Stat(filepath.Join(stateDir, "control-plane"))
+		resumed = err == nil
+	}
+	if resumed {
+		fmt.Printf("Starting etcd, kube-apiserver, kube-controller-manager, the node agent and a registry from the state kept in %s...\n", stateDir)
+	} else {
+		fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager, the node agent and a registry...")
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, KeepState: keep, Log: logr.Discard()})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		fmt.Println("Stopping the local cluster and removing its state...")
+		if keep {
+			fmt.Printf("Stopping the local cluster; its state stays in %s (make run KEEP=1 carries on from it)...\n", stateDir)
+		} else {
+			fmt.Println("Stopping the local cluster and removing its state...")
+		}
 		if err := c.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "devcluster: %v\n", err)
 		}
@@ -88,9 +102,7 @@ func run(binDir, stateDir, pidFile string) error {
 	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
 		return err
 	}
-	release := c.Registry.Releases[localcluster.Versions[0]]
-	if err := execute(ctx, cluster.NewCreateCommand(), "cluster", "none", "--kubeconfig="+c.Kubeconfig,
-		"--name=demo", "--namespace=clusters", "--release-image="+release, "--pull-secret="+pullSecret, "--wait", "--timeout=5m"); err != nil {
+	if err := createDemo(ctx, c, pullSecret); err != nil {
 		return err
 	}
 	fmt.Printf(`
@@ -103,8 +115,8 @@ The local cluster runs, with HostedCluster clusters/demo Available.
 Upgrade it to the second payload:
   kubectl -n clusters patch hostedcluster demo --type=merge -p '{"spec":{"release":{"image":"%[2]s"}}}'
 Logs of every pod: %[3]s/node/logs   Audit log: %[4]s
-Press Ctrl-C (or run make stop) to stop it and remove its state.
-`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath)
+Press Ctrl-C (or run make stop) to stop it%[5]s.
+`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep))
 	<-ctx.Done()
 	return nil
 }
@@ -130,11 +142,23 @@ func running(pidFile string) (int, bool) {
 	return pid, syscall.Kill(pid, 0) == nil
 }
 
-// stopRunning asks a running devcluster to stop and waits for it.
-func stopRunning(pidFile, stateDir string) error {
+func stopNote(keep bool) string {
+	if keep {
+		return "; its state stays for the next make run KEEP=1"
+	}
+	return " and remove its state"
+}
+
+// stopRunning asks a running devcluster to stop and waits for it; the
+// devcluster keeps or removes its state as it was started. With no
+// devcluster running, it removes the state unless keep.
+func stopRunning(pidFile, stateDir string, keep bool) error {
 	pid, alive := running(pidFile)
 	if !alive {
 		fmt.Println("No local cluster is running.")
+		if keep {
+			return nil
+		}
 		return os.RemoveAll(stateDir)
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
@@ -144,7 +168,7 @@ func stopRunning(pidFile, stateDir string) error {
 	for time.Now().Before(deadline) {
 		if syscall.Kill(pid, 0) != nil {
 			fmt.Printf("Stopped the local cluster (pid %d).\n", pid)
-			return os.RemoveAll(stateDir)
+			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -1,6 +1,7 @@
 // Module tools pins the programs the project builds and tests with, apart from
 // the product's own dependencies: controller-gen, and the real etcd,
-// kube-apiserver and kube-controller-manager that the tests run against.
+// kube-apiserver, kube-controller-manager, kube-scheduler and kubectl that the
+// tests and the local cluster run.
 module github.com/hypershift-le/hypershift/hack/tools
 
 go 1.26.0

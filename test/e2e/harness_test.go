@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -60,6 +61,8 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	lc, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: bin, StateDir: state, Log: logr.Discard(), KeepState: os.Getenv("E2E_KEEP_STATE") != "",
+		// Addresses of their own, apart from `make run`'s and other test packages'.
+		ServiceClusterIPRange: "127.202.0.0/16", AddressPrefix: netip.MustParsePrefix("127.5.0.0/16"),
 		ImageBinaries: map[string]string{unsafeImage: filepath.Join(bin, "e2e", "hypershift-operator-unsafe")},
 	})
 	cancel()

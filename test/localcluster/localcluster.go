@@ -1,18 +1,22 @@
 // Package localcluster runs the whole system on one machine without a
 // container runtime: a real etcd, kube-apiserver (RBAC, ServiceAccount
-// tokens, Pod Security admission, audit log) and kube-controller-manager
-// (deployment, replicaset, namespace, garbage-collector and serviceaccount
-// controllers), a node agent that runs every Pod's containers as local
-// processes under their own pod-bound ServiceAccount tokens, and a registry
-// serving two release payloads. The project's images map to its binaries in
-// bin/; components it does not ship (etcd, kube-apiserver, ... of the hosted
-// control plane) run as bin/standin, which only answers their probes.
+// tokens, Pod Security admission, audit log, Services from a loopback
+// range) and kube-controller-manager (the controllers of Controllers), a
+// node agent that runs every Pod's containers as local processes under
+// their own pod-bound ServiceAccount tokens, serves Services on their
+// ClusterIPs and NodePorts and provisions claims from local directories
+// (see package nodeagent for what a pod gets), and a registry serving two
+// release payloads. A payload's images map to real programs (see resolve):
+// the project's binaries and etcd, kube-apiserver, kube-controller-manager
+// and kube-scheduler, all in BinDir.
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,12 +30,23 @@ import (
 )
 
 // Controllers are the kube-controller-manager controllers the local
-// cluster runs: enough for Deployments to roll out for real.
+// cluster runs: Deployments and StatefulSets roll out for real, claims are
+// bound by the PersistentVolume controller (and protected while in use),
+// namespaces get their ServiceAccounts and CA bundle. The endpointslice
+// controller is not among them: the EndpointSlice API refuses the pods'
+// loopback addresses, so the node agent derives Service endpoints itself.
 var Controllers = []string{
-	"deployment-controller", "replicaset-controller", "namespace-controller",
+	"deployment-controller", "replicaset-controller", "statefulset-controller", "namespace-controller",
 	"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller",
 	"clusterrole-aggregation-controller", "root-ca-certificate-publisher-controller",
+	"persistentvolume-binder-controller", "persistentvolume-protection-controller",
+	"persistentvolumeclaim-protection-controller",
 }
+
+// ServiceClusterIPRange is where the local cluster's Services get their
+// ClusterIPs: loopback addresses the node agent can listen on without a
+// network of its own.
+const ServiceClusterIPRange = "127.200.0.0/16"
 
 // NodeName is the local cluster's one node.
 const NodeName = "local-node"
@@ -40,10 +55,22 @@ const NodeName = "local-node"
 type Options struct {
 	// BinDir holds hypershift-operator, control-plane-operator and standin.
 	BinDir string
-	// StateDir holds logs, kubeconfigs and the audit log; removed by Stop
-	// unless KeepState.
-	StateDir  string
+	// StateDir holds the cluster's state: the control plane's data (etcd,
+	// CA, ServiceAccount signing key), the node's (pod logs, pod
+	// directories, provisioned volumes), the registry's address and the
+	// kubeconfig.
+	StateDir string
+	// KeepState keeps StateDir when the cluster stops, and makes Start
+	// carry on from what a kept StateDir holds: the same objects, claims and
+	// their data, CA and registry address. Without it, Start begins with an
+	// empty StateDir and Stop removes it.
 	KeepState bool
+	// ServiceClusterIPRange and AddressPrefix are where Services and pods
+	// get their loopback addresses; the zero values mean
+	// ServiceClusterIPRange and 127.1.0.0/16. Local clusters that run at the
+	// same time on one machine need ranges of their own.
+	ServiceClusterIPRange string
+	AddressPrefix         netip.Prefix
 	// ImageBinaries maps an exact image pull spec to a binary, ahead of the
 	// default mapping (e.g. a test-only build of an operator).
 	ImageBinaries map[string]string
@@ -70,6 +97,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%s is missing from %s (%w): run `make build localbin`", name, opts.BinDir, err)
 		}
 	}
+	if !opts.KeepState {
+		if err := os.RemoveAll(opts.StateDir); err != nil {
+			return nil, fmt.Errorf("failed to remove the previous state %s: %w", opts.StateDir, err)
+		}
+	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("failed to create %s: %w", opts.StateDir, err)
 	}
@@ -78,6 +110,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		ControllerManager:            true,
 		ControllerManagerControllers: Controllers,
 		ServiceAccountAdmission:      true,
+		ServiceClusterIPRange:        cmp.Or(opts.ServiceClusterIPRange, ServiceClusterIPRange),
+		StateDir:                     filepath.Join(opts.StateDir, "control-plane"),
 	})
 	if err != nil {
 		return nil, err
@@ -90,15 +124,18 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := env.WriteKubeconfig(c.Kubeconfig); err != nil {
 		return fail(err)
 	}
-	if c.Registry, err = StartRegistry(ctx); err != nil {
+	if c.Registry, err = c.startRegistry(ctx); err != nil {
 		return fail(err)
 	}
 	c.Agent, err = nodeagent.New(nodeagent.Config{
-		RESTConfig: env.Config,
-		NodeName:   NodeName,
-		Resolve:    c.resolve,
-		StateDir:   filepath.Join(opts.StateDir, "node"),
-		Log:        opts.Log,
+		RESTConfig:       env.Config,
+		NodeName:         NodeName,
+		Resolve:          c.resolve,
+		StateDir:         filepath.Join(opts.StateDir, "node"),
+		Log:              opts.Log,
+		AddressPrefix:    opts.AddressPrefix,
+		ServiceProxy:     true,
+		ProvisionVolumes: true,
 	})
 	if err != nil {
 		return fail(err)
@@ -151,53 +188,23 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// resolve maps a container to a local binary: the project's image runs the
-// binary its command names; the hosted control plane's components run the
-// stand-in, serving their ports and probes.
-func (c *Cluster) resolve(pod *corev1.Pod, container *corev1.Container, command, args []string) (string, []string, error) {
-	if path, ok := c.opts.ImageBinaries[container.Image]; ok {
-		return path, args, nil
+// startRegistry starts the registry, on the address a kept state
+// recorded (the objects it kept name images there), else on a free port,
+// and records it.
+func (c *Cluster) startRegistry(ctx context.Context) (*Registry, error) {
+	file := filepath.Join(c.opts.StateDir, "registry-address")
+	address := "127.0.0.1:0"
+	if raw, err := os.ReadFile(file); err == nil && c.opts.KeepState {
+		address = strings.TrimSpace(string(raw))
 	}
-	repo := container.Image
-	if i := strings.LastIndex(repo, "@"); i >= 0 {
-		repo = repo[:i]
+	r, err := StartRegistry(ctx, address)
+	if err != nil {
+		return nil, err
 	}
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
+	if err := os.WriteFile(file, []byte(r.Host+"\n"), 0o600); err != nil {
+		return nil, errors.Join(fmt.Errorf("failed to record the registry's address: %w", err), r.Close())
 	}
-	switch filepath.Base(repo) {
-	case "hypershift":
-		if len(command) == 0 {
-			return "", nil, fmt.Errorf("image %s needs a command naming the binary", container.Image)
-		}
-		return filepath.Join(c.opts.BinDir, filepath.Base(command[0])), args, nil
-	case "etcd", "hyperkube":
-		return filepath.Join(c.opts.BinDir, "standin"), standinArgs(pod, container, command, args), nil
-	}
-	return "", nil, fmt.Errorf("image %s is not mapped to a local binary", container.Image)
-}
-
-// standinArgs tells the stand-in which ports to serve on the pod's own
-// address, and with which scheme (HTTPS where a probe asks for it),
-// followed by the component's own command line for the record.
-func standinArgs(pod *corev1.Pod, container *corev1.Container, command, args []string) []string {
-	https := map[string]bool{}
-	for _, probe := range []*corev1.Probe{container.ReadinessProbe, container.LivenessProbe, container.StartupProbe} {
-		if probe != nil && probe.HTTPGet != nil && probe.HTTPGet.Scheme == corev1.URISchemeHTTPS {
-			https[probe.HTTPGet.Port.String()] = true
-		}
-	}
-	var out []string
-	for _, port := range container.Ports {
-		scheme := "http"
-		if https[port.Name] || https[fmt.Sprint(port.ContainerPort)] {
-			scheme = "https"
-		}
-		out = append(out, fmt.Sprintf("--serve=%s://%s:%d", scheme, pod.Status.PodIP, port.ContainerPort))
-	}
-	out = append(out, "--")
-	out = append(out, command...)
-	return append(out, args...)
+	return r, nil
 }
 
 // PodLogPath is the file the node agent writes a container's output to.

@@ -25,29 +25,36 @@ type Registry struct {
 	Host string
 	// Releases maps each version to its payload's pull spec.
 	Releases map[string]string
-	server   *http.Server
+	// tags maps the pull spec of every payload image to its tag in the
+	// payload (image-references).
+	tags   map[string]string
+	server *http.Server
 }
 
-// StartRegistry serves a registry and pushes a payload per version: its
-// hypershift image runs this repository's operators, its etcd and
-// hyperkube images the stand-in.
-func StartRegistry(ctx context.Context) (*Registry, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// StartRegistry serves a registry on address (host:port; port 0 picks a
+// free one) and pushes a payload per version, whose images (hypershift,
+// etcd, hyperkube) the local cluster maps to binaries.
+func StartRegistry(ctx context.Context, address string) (*Registry, error) {
+	l, err := net.Listen("tcp", address)
 	if err != nil {
-		return nil, fmt.Errorf("failed to listen for the registry: %w", err)
+		return nil, fmt.Errorf("failed to listen for the registry on %s: %w", address, err)
 	}
 	r := &Registry{
 		Host:     l.Addr().String(),
 		Releases: map[string]string{},
+		tags:     map[string]string{},
 		server:   &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second},
 	}
 	go func() { _ = r.server.Serve(l) }()
 	for _, version := range Versions {
-		files, err := releasetest.BuildReleaseFiles(version, map[string]string{
-			"hypershift": r.Image("hypershift", version),
-			"etcd":       r.Image("etcd", version),
-			"hyperkube":  r.Image("hyperkube", version),
-		})
+		refs := map[string]string{}
+		for tag := range payloadImages {
+			refs[tag] = r.Image(tag, version)
+			r.tags[refs[tag]] = tag
+		}
+		// The operators' own image is tagged latest too.
+		r.tags[r.Image("hypershift", "latest")] = "hypershift"
+		files, err := releasetest.BuildReleaseFiles(version, refs)
 		if err != nil {
 			return nil, errors.Join(err, r.Close())
 		}
@@ -67,6 +74,12 @@ func StartRegistry(ctx context.Context) (*Registry, error) {
 // Image returns the pull spec of repository:tag in this registry.
 func (r *Registry) Image(repository, tag string) string {
 	return r.Host + "/" + repository + ":" + tag
+}
+
+// Tag returns the payload tag of an image pull spec of this registry.
+func (r *Registry) Tag(image string) (string, bool) {
+	tag, ok := r.tags[image]
+	return tag, ok
 }
 
 // Close stops the registry.

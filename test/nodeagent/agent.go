@@ -1,31 +1,3 @@
-// Package nodeagent is a node agent that registers a Node and runs the Pods
-// bound to it as local processes: the kubelet of a local cluster on a
-// machine with no container runtime.
-//
-// The agent also acts as the cluster's scheduler: every Pod with no node is
-// bound to its node. For every Pod bound there it allocates a loopback
-// address (127.1.0.0/16 by default, one per Pod), runs each container as a
-// process in a process group of its own, reports the Pod's status the way a
-// kubelet does (phase, conditions, container states, restarts), runs HTTP
-// probes, restarts exited containers with a back-off, mints a ServiceAccount
-// token bound to the Pod and hands it over in a kubeconfig, and terminates
-// the processes gracefully when the Pod is deleted.
-//
-// What a container runs is up to Config.Resolve, which maps a container to a
-// local executable: there are no images, no volumes, no network namespaces.
-// Processes share the host's network; each Pod has its own address, and a
-// process learns it from $POD_IP or status.podIP.
-//
-// The one place where the agent changes what a container asks for: every
-// argument of the form --<flag>=:<port> or --<flag>=0.0.0.0:<port> is
-// rewritten to --<flag>=<podIP>:<port>, so that processes of different Pods
-// that listen on the same port do not clash.
-//
-// Not supported: init and ephemeral containers, volumes, workingDir (a
-// process runs in its pod's directory, also its HOME), resource limits and
-// security contexts are ignored; envFrom and env sources other than the
-// fieldRefs listed in env.go keep the container from starting; exec,
-// tcpSocket and grpc probes pass without running.
 package nodeagent
 
 import (
@@ -57,20 +29,32 @@ type Config struct {
 	// Resolve returns the executable and argv (without argv[0]) to run for
 	// a container, given the pod, the container, and its command/args
 	// already expanded ($(VAR) references resolved from env) and with their
-	// listen addresses rewritten (see the package documentation). The pod's
-	// status.podIP already holds the Pod's address. Returning an error marks
-	// the container as failed (waiting, reason "ImageNotMapped", message =
-	// the error); the agent retries with a back-off.
+	// addresses and paths rewritten (see the package documentation). The
+	// pod's status.podIP already holds the Pod's address. An error keeps
+	// the container waiting, with reason ErrImagePull when it wraps
+	// ErrImagePull, else CreateContainerError, and the error as message;
+	// the agent tries again with a back-off.
 	Resolve func(pod *corev1.Pod, c *corev1.Container, command, args []string) (path string, argv []string, err error)
-	// StateDir is where logs (logs/<namespace>_<pod>_<container>.log) and
-	// per-pod directories (pods/, each a process's HOME, holding the
-	// kubeconfig) go.
+	// StateDir is where logs (logs/<namespace>_<pod>_<container>.log),
+	// per-pod directories (pods/, each a process's HOME, holding its
+	// volumes) and the provisioned volumes (volumes/) go.
 	StateDir string
 	// Log receives the agent's own log; the zero value discards it.
 	Log logr.Logger
 	// AddressPrefix is where pod IPs are allocated from, one distinct
 	// loopback address per pod; the zero value means 127.1.0.0/16.
 	AddressPrefix netip.Prefix
+	// ServiceProxy makes the agent serve the cluster's Services on their
+	// ClusterIPs and NodePorts, as kube-proxy does. The machine's network is
+	// shared: one agent per machine at most.
+	ServiceProxy bool
+	// ProvisionVolumes makes the agent the provisioner of the default
+	// StorageClass LocalPathStorageClass. One agent per cluster at most.
+	ProvisionVolumes bool
+	// NoMountNamespaces keeps every process in the agent's mount namespace:
+	// pods then get a kubeconfig instead of the in-cluster configuration at
+	// its fixed path (see the package documentation).
+	NoMountNamespaces bool
 }
 
 // Agent is a node agent. Create it with New, run it with Run.
@@ -83,15 +67,23 @@ type Agent struct {
 	sched  *scheduler
 	logDir string
 	podDir string
+	pvDir  string
+	// mountNamespaces: processes can get a mount namespace of their own.
+	mountNamespaces bool
 
 	// ctx is Run's context, for the pods' API calls.
 	ctx context.Context
 
-	mu       sync.Mutex
-	started  bool
-	stopping bool
-	lister   listersv1.PodLister
-	pods     map[types.UID]*podRuntime
+	mu         sync.Mutex
+	started    bool
+	stopping   bool
+	lister     listersv1.PodLister
+	secrets    listersv1.SecretLister
+	configMaps listersv1.ConfigMapLister
+	services   listersv1.ServiceLister
+	claims     listersv1.PersistentVolumeClaimLister
+	volumes    listersv1.PersistentVolumeLister
+	pods       map[types.UID]*podRuntime
 	// finished remembers pods whose runtime ended, until the API forgets
 	// them too, so that a late event does not start them again.
 	finished map[types.UID]bool
@@ -136,12 +128,22 @@ func New(cfg Config) (*Agent, error) {
 		prober:   newProber(),
 		logDir:   filepath.Join(cfg.StateDir, "logs"),
 		podDir:   filepath.Join(cfg.StateDir, "pods"),
+		pvDir:    filepath.Join(cfg.StateDir, "volumes"),
 		pods:     map[types.UID]*podRuntime{},
 		finished: map[types.UID]bool{},
 	}
-	for _, dir := range []string{a.logDir, a.podDir} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+	for _, dir := range []string{a.logDir, a.podDir, a.pvDir} {
+		// 0o755: a pod's files must be readable by whatever user its
+		// processes run as.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("nodeagent: failed to create %s: %w", dir, err)
+		}
+	}
+	if !cfg.NoMountNamespaces {
+		if err := probeMountNamespaces(cfg.StateDir); err != nil {
+			a.log.Info("Processes get no mount namespace: pods get a kubeconfig instead of the in-cluster configuration", "reason", err.Error())
+		} else {
+			a.mountNamespaces = true
 		}
 	}
 	a.sched = newScheduler(a)
@@ -167,28 +169,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(a.client, 0)
-	podInformer := factory.Core().V1().Pods()
-	informer := podInformer.Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { a.onPod(nil, obj) },
-		UpdateFunc: func(oldObj, newObj any) {
-			a.onPod(oldObj, newObj)
-		},
-		DeleteFunc: a.onPodDelete,
-	}); err != nil {
+	synced, err := a.watch(ctx, factory)
+	if err != nil {
 		a.shutdown()
-		return fmt.Errorf("nodeagent: failed to watch pods: %w", err)
+		return err
 	}
-	a.mu.Lock()
-	a.lister = podInformer.Lister()
-	a.mu.Unlock()
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		factory.Shutdown()
 		a.shutdown()
-		return fmt.Errorf("nodeagent: the pod cache did not sync: %w", context.Cause(ctx))
+		return fmt.Errorf("nodeagent: the caches did not sync: %w", context.Cause(ctx))
 	}
-	a.log.Info("node agent running", "node", a.cfg.NodeName)
+	a.removeStalePodDirs()
+	a.log.Info("Node agent running", "node", a.cfg.NodeName, "mountNamespaces", a.mountNamespaces)
 
 	a.goRun(func() { a.heartbeat(ctx) })
 	a.goRun(func() { a.sched.run(ctx) })
@@ -197,7 +190,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.sched.queue.ShutDown()
 	factory.Shutdown()
 	a.shutdown()
-	a.log.Info("node agent stopped", "node", a.cfg.NodeName)
+	a.log.Info("Node agent stopped", "node", a.cfg.NodeName)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,16 +23,26 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/test/localcluster"
 	"github.com/hypershift-le/hypershift/test/nodeagent"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
-const nodeName = "local-node"
+const (
+	nodeName = "local-node"
+	// serviceRange and podPrefix keep this package's addresses apart from
+	// other local clusters that may run on the machine at the same time.
+	serviceRange = "127.201.0.0/16"
+)
 
 var (
+	podPrefix   = netip.MustParsePrefix("127.3.0.0/16")
 	env         *testenv.Env
 	agent       *nodeagent.Agent
+	stopAgent   func()
+	assetsDir   string
 	standinPath string
+	podtoolPath string
 	stateDir    string
 	agentLog    = &syncLog{}
 	writes      = &writeCounter{counts: map[string]int{}}
@@ -39,7 +50,8 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
-// runTests builds the stand-in, starts the control plane and the agent,
+// runTests builds the test programs, starts the control plane (with the
+// local cluster's controllers and a loopback Service range) and the agent,
 // runs the tests and stops them all.
 func runTests(m *testing.M) int {
 	tmp, err := os.MkdirTemp("", "nodeagent-test-")
@@ -48,14 +60,23 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	if err := buildStandin(tmp); err != nil {
+	if err := buildPrograms(tmp); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	if assetsDir, err = testenv.BinaryAssetsDirectory(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
 	stateDir = filepath.Join(tmp, "state")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	env, err = testenv.Start(ctx, testenv.Options{})
+	env, err = testenv.Start(ctx, testenv.Options{
+		ControllerManager:            true,
+		ControllerManagerControllers: localcluster.Controllers,
+		ServiceAccountAdmission:      true,
+		ServiceClusterIPRange:        serviceRange,
+	})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the test control plane did not start: %v\n", err)
@@ -66,24 +87,37 @@ func runTests(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "failed to stop the test control plane: %v\n", err)
 		}
 	}()
+	if err := startAgent(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\nagent log:\n%s", err, agentLog.tail(4000))
+		return 1
+	}
+	defer func() { stopAgent() }()
+	return m.Run()
+}
 
+// startAgent starts the package's agent on stateDir, as the local cluster
+// runs it: scheduling, proxying Services and provisioning claims.
+func startAgent() error {
 	agentConfig := rest.CopyConfig(env.Config)
 	agentConfig.WrapTransport = writes.wrap
-	agent, err = nodeagent.New(nodeagent.Config{
-		RESTConfig: agentConfig,
-		NodeName:   nodeName,
-		Resolve:    resolve,
-		StateDir:   stateDir,
-		Log:        funcr.New(agentLog.write, funcr.Options{Verbosity: 1}),
+	a, err := nodeagent.New(nodeagent.Config{
+		RESTConfig:       agentConfig,
+		NodeName:         nodeName,
+		Resolve:          resolve,
+		StateDir:         stateDir,
+		Log:              funcr.New(agentLog.write, funcr.Options{Verbosity: 1}),
+		AddressPrefix:    podPrefix,
+		ServiceProxy:     true,
+		ProvisionVolumes: true,
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
+		return err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- agent.Run(runCtx) }()
-	defer func() {
+	go func() { done <- a.Run(runCtx) }()
+	agent = a
+	stopAgent = func() {
 		stop()
 		select {
 		case err := <-done:
@@ -93,24 +127,28 @@ func runTests(m *testing.M) int {
 		case <-time.After(30 * time.Second):
 			fmt.Fprintln(os.Stderr, "the agent did not stop within 30s")
 		}
-	}()
-	if err := waitForNodeReady(done); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\nagent log:\n%s", err, agentLog.tail(4000))
-		return 1
 	}
-	return m.Run()
+	if err := waitForNodeReady(done); err != nil {
+		stopAgent()
+		return err
+	}
+	return nil
 }
 
-func buildStandin(dir string) error {
+// buildPrograms builds the stand-in and podtool into dir.
+func buildPrograms(dir string) error {
 	root, err := testenv.RepositoryRoot()
 	if err != nil {
 		return err
 	}
 	standinPath = filepath.Join(dir, "standin")
-	cmd := exec.Command("go", "build", "-o", standinPath, "./hack/standin")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("failed to build the stand-in: %w\n%s", err, out)
+	podtoolPath = filepath.Join(dir, "podtool")
+	for path, pkg := range map[string]string{standinPath: "./hack/standin", podtoolPath: "./test/nodeagent/internal/podtool"} {
+		cmd := exec.Command("go", "build", "-o", path, pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("failed to build %s: %w\n%s", pkg, err, out)
+		}
 	}
 	return nil
 }
@@ -143,7 +181,10 @@ func waitForNodeReady(agentDone <-chan error) error {
 // resolve maps the tests' images to local programs: "standin" runs the
 // stand-in, serving every container port (https when the port's name says
 // so) with the container's command and args as its original args; "shell"
-// runs /bin/sh with the container's command after "sh" and its args.
+// runs /bin/sh with the container's command after "sh" and its args;
+// "podtool" runs podtool with the args; "etcd" runs the real etcd, and
+// "hyperkube" the real component its command names (/usr/bin/<name>), as
+// the release payload's images do. Any other image is not pulled.
 func resolve(pod *corev1.Pod, c *corev1.Container, command, args []string) (string, []string, error) {
 	switch c.Image {
 	case "standin":
@@ -161,8 +202,17 @@ func resolve(pod *corev1.Pod, c *corev1.Container, command, args []string) (stri
 			return "", nil, fmt.Errorf("image shell runs sh, not %q", command)
 		}
 		return "/bin/sh", append(append([]string{}, command[1:]...), args...), nil
+	case "podtool":
+		return podtoolPath, args, nil
+	case "etcd":
+		return filepath.Join(assetsDir, "etcd"), args, nil
+	case "hyperkube":
+		if len(command) != 1 || !strings.HasPrefix(command[0], "/usr/bin/kube-") {
+			return "", nil, fmt.Errorf("image hyperkube has no program %q", command)
+		}
+		return filepath.Join(assetsDir, filepath.Base(command[0])), args, nil
 	}
-	return "", nil, fmt.Errorf("no local program for image %q", c.Image)
+	return "", nil, fmt.Errorf("%w: no local program for image %q", nodeagent.ErrImagePull, c.Image)
 }
 
 // eventually polls check until it returns nil, and fails the test with its

@@ -21,6 +21,11 @@ const (
 // errStopping says the pod stops: the container must not start.
 var errStopping = errors.New("the pod is stopping")
 
+// ErrImagePull is what Config.Resolve wraps when a container's image maps
+// to no local program: the container then waits with reason ErrImagePull,
+// as with a kubelet that cannot pull the image.
+var ErrImagePull = errors.New("image not found")
+
 // waitingError keeps a container waiting, with a reason for its status.
 type waitingError struct {
 	reason  string
@@ -76,17 +81,17 @@ func (c *containerRuntime) run() {
 		var waiting *waitingError
 		switch {
 		case errors.As(err, &waiting):
-			c.pod.log.Info("container cannot start", "container", c.spec.Name, "reason", waiting.reason, "message", waiting.message)
+			c.pod.log.Info("Container cannot start", "container", c.spec.Name, "reason", waiting.reason, "message", waiting.message)
 			c.setWaiting(waiting.reason, waiting.message)
 		case err != nil:
-			c.pod.log.Error(err, "container failed to start", "container", c.spec.Name)
+			c.pod.log.Error(err, "Container failed to start", "container", c.spec.Name)
 			now := metav1.Now().Rfc3339Copy()
 			c.setTerminated(128, "StartError", err.Error(), now, now)
 		default:
 			began := time.Now()
 			c.pod.containerWG.Go(func() { c.runProbes(proc) })
 			<-proc.done
-			c.pod.log.Info("container exited", "container", c.spec.Name, "pid", proc.pid, "exitCode", proc.exitCode)
+			c.pod.log.Info("Container exited", "container", c.spec.Name, "pid", proc.pid, "exitCode", proc.exitCode)
 			c.exited(proc)
 			if time.Since(began) >= backoffReset {
 				backoff = initialBackoff
@@ -112,12 +117,16 @@ func (c *containerRuntime) run() {
 	}
 }
 
-// start resolves and starts the container's process.
+// start sets up the pod's volumes, then resolves and starts the
+// container's process.
 func (c *containerRuntime) start() (*process, error) {
 	p := c.pod
 	pod := p.currentPod()
 	if p.ipErr != nil {
 		return nil, &waitingError{reason: "CreatePodSandboxError", message: p.ipErr.Error()}
+	}
+	if err := p.volumes.sync(p.stopCtx, pod); err != nil {
+		return nil, &waitingError{reason: "FailedMount", message: err.Error()}
 	}
 	kubeconfig := ""
 	if p.token != nil {
@@ -126,27 +135,17 @@ func (c *containerRuntime) start() (*process, error) {
 		}
 		kubeconfig = p.token.path
 	}
-	env, err := containerEnv(pod, c.spec, p.ip, p.dir, kubeconfig)
+	path, argv, env, binds, err := c.commandLine(pod, kubeconfig)
 	if err != nil {
-		return nil, &waitingError{reason: "CreateContainerConfigError", message: err.Error()}
+		return nil, err
 	}
-	command := rewriteListenArgs(expandAll(c.spec.Command, env.lookup), p.ip)
-	args := rewriteListenArgs(expandAll(c.spec.Args, env.lookup), p.ip)
-	view := pod.DeepCopy()
-	view.Status.PodIP, view.Status.PodIPs = p.ip, []corev1.PodIP{{IP: p.ip}}
-	view.Status.HostIP, view.Status.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
-	path, argv, err := p.agent.cfg.Resolve(view, c.spec.DeepCopy(), command, args)
-	if err != nil {
-		return nil, &waitingError{reason: "ImageNotMapped", message: err.Error()}
-	}
-	argv = rewriteListenArgs(argv, p.ip)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopping {
 		return nil, errStopping
 	}
-	proc, err := startProcess(path, argv, env.environ(), p.dir, c.logPath)
+	proc, err := startProcess(p.agent.launcher(binds), path, argv, env.environ(), p.dir, c.logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -162,9 +161,39 @@ func (c *containerRuntime) start() (*process, error) {
 	c.everStarted = true
 	c.started = c.spec.StartupProbe == nil
 	c.ready = c.started && c.spec.ReadinessProbe == nil
-	p.log.Info("container started", "container", c.spec.Name, "pid", proc.pid, "path", path, "restartCount", c.restartCount)
+	p.log.Info("Container started", "container", c.spec.Name, "pid", proc.pid, "path", path, "restartCount", c.restartCount)
 	p.poke()
 	return proc, nil
+}
+
+// commandLine computes what the container runs: its environment, its
+// command and args expanded, with listen addresses and paths under its
+// volume mounts rewritten, resolved to a local program; and the bind mounts
+// its process gets in a mount namespace of its own, if any.
+func (c *containerRuntime) commandLine(pod *corev1.Pod, kubeconfig string) (string, []string, *envList, []bindMount, error) {
+	p := c.pod
+	env, err := containerEnv(pod, c.spec, p.ip, p.dir, kubeconfig, p.agent.serviceEnv(pod))
+	if err != nil {
+		return "", nil, nil, nil, &waitingError{reason: "CreateContainerConfigError", message: err.Error()}
+	}
+	mounts, err := p.volumes.mountPoints(c.spec, env)
+	if err != nil {
+		return "", nil, nil, nil, &waitingError{reason: "CreateContainerConfigError", message: err.Error()}
+	}
+	command := rewriteAllPaths(rewriteListenArgs(expandAll(c.spec.Command, env.lookup), p.ip), mounts)
+	args := rewriteAllPaths(rewriteListenArgs(expandAll(c.spec.Args, env.lookup), p.ip), mounts)
+	env.rewritePaths(mounts)
+	view := pod.DeepCopy()
+	view.Status.PodIP, view.Status.PodIPs = p.ip, []corev1.PodIP{{IP: p.ip}}
+	view.Status.HostIP, view.Status.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
+	path, argv, err := p.agent.cfg.Resolve(view, c.spec.DeepCopy(), command, args)
+	if errors.Is(err, ErrImagePull) {
+		return "", nil, nil, nil, &waitingError{reason: "ErrImagePull", message: err.Error()}
+	}
+	if err != nil {
+		return "", nil, nil, nil, &waitingError{reason: "CreateContainerError", message: err.Error()}
+	}
+	return path, rewriteListenArgs(argv, p.ip), env, p.agent.bindMounts(mounts), nil
 }
 
 // shouldRestart applies the pod's restart policy to the last run.

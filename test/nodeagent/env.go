@@ -34,6 +34,14 @@ func (e *envList) lookup(name string) (string, bool) {
 	return v, ok
 }
 
+// rewritePaths points the values' paths under volume mounts at the host
+// (see rewritePaths).
+func (e *envList) rewritePaths(mounts []mountPoint) {
+	for name, value := range e.values {
+		e.values[name] = rewritePaths(value, mounts)
+	}
+}
+
 // environ returns the list in the NAME=value form of os/exec.
 func (e *envList) environ() []string {
 	out := make([]string, 0, len(e.names))
@@ -44,10 +52,11 @@ func (e *envList) environ() []string {
 }
 
 // containerEnv returns a container's environment: PATH, HOME and POD_IP,
-// then the container's env in order (each value expanded against the
-// variables before it, as the kubelet does), then KUBECONFIG when the pod
-// gets a token. Nothing of the agent's own environment but PATH leaks in.
-func containerEnv(pod *corev1.Pod, c *corev1.Container, podIP, home, kubeconfig string) (*envList, error) {
+// then the Services' variables (see serviceEnv), then the container's env
+// in order (each value expanded against the variables before it, as the
+// kubelet does), then KUBECONFIG when the pod gets a kubeconfig. Nothing of
+// the agent's own environment but PATH leaks in.
+func containerEnv(pod *corev1.Pod, c *corev1.Container, podIP, home, kubeconfig string, services []corev1.EnvVar) (*envList, error) {
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %s: envFrom is not supported", c.Name)
 	}
@@ -59,6 +68,9 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, podIP, home, kubeconfig 
 	env.set("PATH", path)
 	env.set("HOME", home)
 	env.set("POD_IP", podIP)
+	for _, v := range services {
+		env.set(v.Name, v.Value)
+	}
 	for _, v := range c.Env {
 		if v.ValueFrom == nil {
 			env.set(v.Name, expand(v.Value, env.lookup))
@@ -156,8 +168,14 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 	return out
 }
 
-// listenArg matches --<flag>=:<port> and --<flag>=0.0.0.0:<port>.
-var listenArg = regexp.MustCompile(`^(--[^=]+=)(?:0\.0\.0\.0)?:([0-9]+)$`)
+// listenArg matches --<flag>=:<port> and --<flag>=0.0.0.0:<port>;
+// anyAddressArg matches --<flag>=0.0.0.0; anyAddressURL matches a URL on
+// 0.0.0.0 in a --<flag>= value, alone or in a comma-separated list.
+var (
+	listenArg     = regexp.MustCompile(`^(--[^=]+=)(?:0\.0\.0\.0)?:([0-9]+)$`)
+	anyAddressArg = regexp.MustCompile(`^(--[^=]+=)0\.0\.0\.0$`)
+	anyAddressURL = regexp.MustCompile(`([=,][a-z][a-z0-9+.-]*://)0\.0\.0\.0([:/,]|$)`)
+)
 
 // rewriteListenArgs points listen addresses on every interface at the
 // pod's own address, so that pods listening on the same port do not clash.
@@ -167,7 +185,15 @@ func rewriteListenArgs(args []string, podIP string) []string {
 	}
 	out := make([]string, len(args))
 	for i, arg := range args {
-		out[i] = listenArg.ReplaceAllString(arg, "${1}"+podIP+":${2}")
+		arg = listenArg.ReplaceAllString(arg, "${1}"+podIP+":${2}")
+		arg = anyAddressArg.ReplaceAllString(arg, "${1}"+podIP)
+		if strings.HasPrefix(arg, "--") {
+			// Twice: a match consumes the comma that starts the next one.
+			for range 2 {
+				arg = anyAddressURL.ReplaceAllString(arg, "${1}"+podIP+"${2}")
+			}
+		}
+		out[i] = arg
 	}
 	return out
 }

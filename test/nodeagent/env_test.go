@@ -55,7 +55,7 @@ func TestContainerEnvRejectsUnsupportedSources(t *testing.T) {
 		{Name: "c", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}}}},
 		{Name: "c", EnvFrom: []corev1.EnvFromSource{{Prefix: "P"}}},
 	} {
-		if _, err := containerEnv(pod, &c, "127.1.0.1", "/home", ""); err == nil {
+		if _, err := containerEnv(pod, &c, "127.1.0.1", "/home", "", nil); err == nil {
 			t.Errorf("containerEnv(%+v) should fail", c)
 		}
 	}

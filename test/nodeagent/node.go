@@ -30,7 +30,7 @@ func (a *Agent) registerNode(ctx context.Context) error {
 	if err := a.updateNodeStatus(ctx); err != nil {
 		return fmt.Errorf("nodeagent: failed to register node %s: %w", a.cfg.NodeName, err)
 	}
-	a.log.Info("registered node", "node", a.cfg.NodeName)
+	a.log.Info("Registered node", "node", a.cfg.NodeName)
 	return nil
 }
 
@@ -47,7 +47,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		}
 		next := heartbeatPeriod
 		if err := a.updateNodeStatus(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error(err, "failed to update the node's status", "node", a.cfg.NodeName)
+			a.log.Error(err, "Failed to update the node's status", "node", a.cfg.NodeName)
 			next = heartbeatPeriod / 4
 		}
 		timer.Reset(next)

@@ -42,8 +42,12 @@ type podRuntime struct {
 	ipErr error
 	dir   string
 	log   logr.Logger
-	// token is nil when the pod gets no ServiceAccount token.
+	// token is nil when the pod gets no kubeconfig.
 	token *tokenManager
+	// volumes are the pod's volumes; volumesChanged tells their sync loop
+	// that a source may have changed.
+	volumes        *podVolumes
+	volumesChanged chan struct{}
 
 	// wake tells the worker that something changed.
 	wake chan struct{}
@@ -67,36 +71,74 @@ type podRuntime struct {
 // newPodRuntime prepares a runtime; the caller holds a.mu.
 func newPodRuntime(a *Agent, pod *corev1.Pod) *podRuntime {
 	p := &podRuntime{
-		agent:     a,
-		uid:       pod.UID,
-		namespace: pod.Namespace,
-		name:      pod.Name,
-		dir:       filepath.Join(a.podDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
-		log:       a.log.WithValues("pod", pod.Namespace+"/"+pod.Name),
-		wake:      make(chan struct{}, 1),
-		stopCh:    make(chan struct{}),
-		pod:       pod,
-		startTime: metav1.Now().Rfc3339Copy(),
+		agent:          a,
+		uid:            pod.UID,
+		namespace:      pod.Namespace,
+		name:           pod.Name,
+		dir:            filepath.Join(a.podDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
+		log:            a.log.WithValues("pod", pod.Namespace+"/"+pod.Name),
+		wake:           make(chan struct{}, 1),
+		volumesChanged: make(chan struct{}, 1),
+		stopCh:         make(chan struct{}),
+		pod:            pod,
+		startTime:      metav1.Now().Rfc3339Copy(),
 	}
 	if pod.Status.StartTime != nil {
 		p.startTime = *pod.Status.StartTime
 	}
 	p.stopCtx, p.cancelStop = context.WithCancel(context.Background())
 	p.ip, p.ipErr = a.ips.allocate(pod.Status.PodIP)
-	if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
-		sa := pod.Spec.ServiceAccountName
-		if sa == "" {
-			sa = "default"
-		}
+	p.volumes = newPodVolumes(p)
+	// Where processes can find the in-cluster configuration at its fixed
+	// path, they get no kubeconfig, as in any cluster.
+	if !a.mountNamespaces && (pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken) {
 		p.token = &tokenManager{
 			agent: a, namespace: pod.Namespace, podName: pod.Name, podUID: pod.UID,
-			serviceAccount: sa, path: filepath.Join(p.dir, "kubeconfig"),
+			serviceAccount: serviceAccountName(pod), path: filepath.Join(p.dir, "kubeconfig"),
 		}
 	}
 	for i := range pod.Spec.Containers {
 		p.containers = append(p.containers, newContainerRuntime(p, &pod.Spec.Containers[i]))
 	}
 	return p
+}
+
+// sourcesChanged tells the pod that a Secret, ConfigMap or claim it may
+// use changed.
+func (p *podRuntime) sourcesChanged() {
+	select {
+	case p.volumesChanged <- struct{}{}:
+	default:
+	}
+}
+
+// syncVolumes brings the volumes up to date when their sources change,
+// when a token is due and every volumeResync, until the pod stops.
+func (p *podRuntime) syncVolumes() {
+	timer := time.NewTimer(volumeResync)
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.stopCh:
+			return
+		case <-p.volumesChanged:
+		case <-timer.C:
+		}
+		if err := p.volumes.sync(p.stopCtx, p.currentPod()); err != nil && p.stopCtx.Err() == nil {
+			p.log.V(1).Info("Volumes not set up", "reason", err.Error())
+		}
+		wait := volumeResync
+		if next := p.volumes.nextTokenRefresh(); !next.IsZero() {
+			wait = min(wait, max(time.Until(next), time.Second))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
 }
 
 func (p *podRuntime) poke() {
@@ -137,6 +179,12 @@ func (p *podRuntime) agentStopping() {
 	p.shutdown = true
 	p.mu.Unlock()
 	p.poke()
+}
+
+func (p *podRuntime) isShutdown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.shutdown && !p.gone
 }
 
 func (p *podRuntime) isStopping() bool {
@@ -186,12 +234,13 @@ func (p *podRuntime) run() {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil && p.ipErr == nil {
 		p.ipErr = fmt.Errorf("failed to create the pod's directory: %w", err)
 	}
-	p.log.Info("running pod", "ip", p.ip)
+	p.log.Info("Running pod", "ip", p.ip)
 	pod := p.currentPod()
 	if pod.DeletionTimestamp == nil {
 		for _, c := range p.containers {
 			p.containerWG.Go(c.run)
 		}
+		p.containerWG.Go(p.syncVolumes)
 	}
 	containersDone := make(chan struct{})
 	go func() { p.containerWG.Wait(); close(containersDone) }()
@@ -218,7 +267,7 @@ func (p *podRuntime) run() {
 			grace := gracePeriod(pod, gone, shutdown)
 			if !terminating {
 				terminating = true
-				p.log.Info("stopping pod", "gracePeriod", grace.String(), "gone", gone, "agentStopping", shutdown)
+				p.log.Info("Stopping pod", "gracePeriod", grace.String(), "gone", gone, "agentStopping", shutdown)
 				p.stopContainers()
 			}
 			if d := time.Now().Add(grace); deadline.IsZero() || d.Before(deadline) {
@@ -243,7 +292,7 @@ func (p *podRuntime) run() {
 		case <-p.wake:
 		case <-killC:
 			killC = nil
-			p.log.Info("grace period over, killing processes")
+			p.log.Info("Grace period over, killing processes")
 			p.signalAll(syscall.SIGKILL)
 		case <-containersDone:
 			containersDone, exited = nil, true
@@ -277,14 +326,18 @@ func (p *podRuntime) signalAll(sig syscall.Signal) {
 }
 
 // finish runs once every process is gone: it releases what the pod held
-// and, when asked, deletes the pod object at once, as a kubelet does.
+// and, when asked, deletes the pod object at once, as a kubelet does. The
+// pod's directory (its emptyDir volumes) stays when only the agent stops,
+// for the pod to find again when the agent starts with the same state.
 func (p *podRuntime) finish(ctx context.Context, deletePod bool) {
 	p.cancelStop()
 	p.agent.ips.release(p.ip)
-	if err := os.RemoveAll(p.dir); err != nil {
-		p.log.Error(err, "failed to remove the pod's directory")
+	if !p.isShutdown() {
+		if err := os.RemoveAll(p.dir); err != nil {
+			p.log.Error(err, "Failed to remove the pod's directory")
+		}
 	}
-	p.log.Info("pod stopped", "deleting", deletePod)
+	p.log.Info("Pod stopped", "deleting", deletePod)
 	if !deletePod {
 		return
 	}
@@ -295,7 +348,7 @@ func (p *podRuntime) finish(ctx context.Context, deletePod bool) {
 			return
 		}
 		if attempt == 5 {
-			p.log.Error(err, "failed to delete the pod")
+			p.log.Error(err, "Failed to delete the pod")
 			return
 		}
 		select {
@@ -329,7 +382,7 @@ func (p *podRuntime) syncStatus(ctx context.Context, pod *corev1.Pod) time.Durat
 		// The informer brings the newer version; try again after it.
 		return 200 * time.Millisecond
 	default:
-		p.log.Error(err, "failed to update the pod's status")
+		p.log.Error(err, "Failed to update the pod's status")
 		return time.Second
 	}
 }

@@ -1,7 +1,6 @@
 package nodeagent_test
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -11,13 +10,9 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
@@ -33,8 +28,8 @@ func TestSchedulesAndRunsAPod(t *testing.T) {
 		t.Errorf("the pod is bound to %q, want %q", pod.Spec.NodeName, nodeName)
 	}
 	ip, err := netip.ParseAddr(pod.Status.PodIP)
-	if err != nil || !netip.MustParsePrefix("127.1.0.0/16").Contains(ip) {
-		t.Errorf("podIP %q is not in 127.1.0.0/16", pod.Status.PodIP)
+	if err != nil || !podPrefix.Contains(ip) {
+		t.Errorf("podIP %q is not in %s", pod.Status.PodIP, podPrefix)
 	}
 	if got, ok := agent.PodIP(ns, "web"); !ok || got != pod.Status.PodIP {
 		t.Errorf("agent.PodIP = %q, %v; status.podIP = %q", got, ok, pod.Status.PodIP)
@@ -90,6 +85,7 @@ func TestEnvironmentAndExpansion(t *testing.T) {
 		{Name: "MY_SA", ValueFrom: fieldRef("spec.serviceAccountName")},
 		{Name: "COMPOSED", Value: "$(GREETING)-$(MY_NAME)"},
 	}
+	createServiceAccount(t, ns, "nobody")
 	created := createPod(t, ns, "envy", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "nobody" }, container)
 	pod := waitRunningReady(t, ns, "envy")
 	ip := pod.Status.PodIP
@@ -100,6 +96,15 @@ func TestEnvironmentAndExpansion(t *testing.T) {
 		"PATH": os.Getenv("PATH"), "HOME": got["HOME"], "POD_IP": ip,
 		"GREETING": "hello", "MY_NAME": "envy", "MY_NAMESPACE": ns, "MY_UID": string(created.UID), "MY_IP": ip,
 		"MY_NODE": nodeName, "MY_SA": "nobody", "COMPOSED": "hello-envy",
+	}
+	// The `kubernetes` Service's variables, as the kubelet sets them.
+	apiIP := kubernetesServiceIP(t)
+	for name, value := range map[string]string{
+		"SERVICE_HOST": apiIP, "SERVICE_PORT": "443", "SERVICE_PORT_HTTPS": "443",
+		"PORT": "tcp://" + apiIP + ":443", "PORT_443_TCP": "tcp://" + apiIP + ":443",
+		"PORT_443_TCP_PROTO": "tcp", "PORT_443_TCP_PORT": "443", "PORT_443_TCP_ADDR": apiIP,
+	} {
+		want["KUBERNETES_"+name] = value
 	}
 	if len(got) != len(want) {
 		t.Errorf("the process's environment has %d variables, want %d: %v", len(got), len(want), got)
@@ -129,16 +134,24 @@ func TestContainersThatCannotStart(t *testing.T) {
 	badField.Env = []corev1.EnvVar{{Name: "LABELS", ValueFrom: fieldRef("metadata.labels['app']")}}
 	unknown := corev1.Container{Name: "unknown", Image: "example.com/unknown:1"}
 	createPod(t, ns, "broken", nil, badField, unknown)
+	// Admission refuses a pod whose ServiceAccount is missing: this one is
+	// gone by the time the pod may run.
+	createServiceAccount(t, ns, "missing")
 	createPod(t, ns, "no-account", func(p *corev1.Pod) {
 		p.Spec.ServiceAccountName = "missing"
 		p.Spec.AutomountServiceAccountToken = nil
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/later"}}
 	}, shellContainer("main", "sleep 1000"))
+	if err := env.Client.Delete(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"}}); err != nil {
+		t.Fatal(err)
+	}
+	ungate(t, ns, "no-account")
 	eventually(t, 30*time.Second, "a container waiting for its token", func() error {
 		pod, err := getPod(t, ns, "no-account")
 		if err != nil {
 			return err
 		}
-		if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "ContainerCreating" ||
+		if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "FailedMount" ||
 			!strings.Contains(cs[0].State.Waiting.Message, "failed to request a token for service account "+ns+"/missing") {
 			return fmt.Errorf("containers %+v", cs)
 		}
@@ -157,79 +170,11 @@ func TestContainersThatCannotStart(t *testing.T) {
 		}
 		if pod.Status.Phase != corev1.PodPending || !strings.HasPrefix(reasons["bad-field"], "CreateContainerConfigError: ") ||
 			!strings.Contains(reasons["bad-field"], "metadata.labels") ||
-			reasons["unknown"] != `ImageNotMapped: no local program for image "example.com/unknown:1"` {
+			reasons["unknown"] != `ErrImagePull: image not found: no local program for image "example.com/unknown:1"` {
 			return fmt.Errorf("phase %s, waiting %v", pod.Status.Phase, reasons)
 		}
 		return nil
 	})
-}
-
-func TestServiceAccountTokenBoundToThePod(t *testing.T) {
-	ns := env.Namespace(t)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "robot"}}
-	if err := env.Client.Create(t.Context(), sa); err != nil {
-		t.Fatal(err)
-	}
-	createPod(t, ns, "tokened", func(p *corev1.Pod) {
-		p.Spec.ServiceAccountName = "robot"
-		p.Spec.AutomountServiceAccountToken = nil
-	}, standinContainer("server", 8443))
-	waitRunningReady(t, ns, "tokened")
-	pid := waitPID(t, ns, "tokened", "server")
-
-	path := processEnv(t, pid)["KUBECONFIG"]
-	if path == "" {
-		t.Fatal("the process has no KUBECONFIG")
-	}
-	info, err := os.Stat(path)
-	if err != nil || info.Mode().Perm() != 0o600 {
-		t.Fatalf("kubeconfig %s: mode %v, %v", path, info, err)
-	}
-	kubeconfig, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, auth := range kubeconfig.AuthInfos {
-		if auth.Token == "" || len(auth.ClientCertificateData) > 0 || auth.ClientCertificate != "" || len(auth.ClientKeyData) > 0 {
-			t.Errorf("user %s of the kubeconfig should hold a token and no certificate", name)
-		}
-	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientset, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	review, err := clientset.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("SelfSubjectReview with the pod's token: %v", err)
-	}
-	user := review.Status.UserInfo
-	if want := "system:serviceaccount:" + ns + ":robot"; user.Username != want {
-		t.Errorf("the token authenticates %q, want %q", user.Username, want)
-	}
-	if got := user.Extra["authentication.kubernetes.io/pod-name"]; len(got) != 1 || got[0] != "tokened" {
-		t.Errorf("the token is not bound to the pod: extra %v", user.Extra)
-	}
-
-	// Bound to the pod, the token dies with it.
-	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tokened"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, ns, "tokened", 20*time.Second)
-	// The API server caches a token's authentication for 10s.
-	eventually(t, 25*time.Second, "the token refused once the pod is gone", func() error {
-		_, err := clientset.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		if !apierrors.IsUnauthorized(err) {
-			return fmt.Errorf("got %w, want Unauthorized", err)
-		}
-		return nil
-	})
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the kubeconfig should go with the pod: %v", err)
-	}
 }
 
 func TestRestartsAKilledContainer(t *testing.T) {

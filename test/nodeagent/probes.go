@@ -131,7 +131,7 @@ func (c *containerRuntime) watch(ctx context.Context, kind string, probe *corev1
 			last, run = &ok, 1
 		}
 		if !ok {
-			c.pod.log.V(1).Info("probe failed", "container", c.spec.Name, "probe", kind, "error", err.Error(), "consecutive", run)
+			c.pod.log.V(1).Info("Probe failed", "container", c.spec.Name, "probe", kind, "error", err.Error(), "consecutive", run)
 		}
 		if (ok && run >= successes) || (!ok && run >= failures) {
 			if act(ok) {
@@ -152,7 +152,7 @@ func (c *containerRuntime) kill(kind string, probe *corev1.Probe, proc *process)
 	} else if s := c.pod.currentPod().Spec.TerminationGracePeriodSeconds; s != nil {
 		grace = time.Duration(*s) * time.Second
 	}
-	c.pod.log.Info("probe failed, killing the container", "container", c.spec.Name, "probe", kind, "pid", proc.pid, "gracePeriod", grace.String())
+	c.pod.log.Info("Probe failed, killing the container", "container", c.spec.Name, "probe", kind, "pid", proc.pid, "gracePeriod", grace.String())
 	go proc.terminate(grace)
 }
 
@@ -164,7 +164,7 @@ func (c *containerRuntime) probeOnce(ctx context.Context, kind string, probe *co
 		c.warned[kind] = true
 		c.pod.mu.Unlock()
 		if warn {
-			c.pod.log.Info("only httpGet probes are run, this one passes", "container", c.spec.Name, "probe", kind)
+			c.pod.log.Info("Only httpGet probes are run, this one passes", "container", c.spec.Name, "probe", kind)
 		}
 		return nil
 	}

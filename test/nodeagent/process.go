@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -28,18 +27,21 @@ type process struct {
 	finishedAt time.Time
 }
 
-// startProcess runs path with argv, appending its output to logPath after a
-// "--- started" line. The process dies with the agent (Pdeathsig).
-func startProcess(path string, argv, env []string, dir, logPath string) (*process, error) {
+// startProcess runs path with argv as l says, appending its output to
+// logPath after a "--- started" line. The process dies with the agent
+// (Pdeathsig).
+func startProcess(l launcher, path string, argv, env []string, dir, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open the log: %w", err)
 	}
-	cmd := exec.Command(path, argv...)
-	cmd.Env = env
+	cmd, err := l.command(path, argv, env)
+	if err != nil {
+		_ = logFile.Close()
+		return nil, err
+	}
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_, _ = fmt.Fprintf(logFile, "--- failed to start %s at %s: %v\n", path, time.Now().Format(time.RFC3339Nano), err)
 		_ = logFile.Close()

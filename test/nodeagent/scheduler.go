@@ -66,14 +66,14 @@ func (s *scheduler) next(ctx context.Context) bool {
 	err = s.agent.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		s.agent.log.V(1).Info("bound pod", "pod", key, "node", s.agent.cfg.NodeName)
+		s.agent.log.V(1).Info("Bound pod", "pod", key, "node", s.agent.cfg.NodeName)
 		s.queue.Forget(key)
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		// Bound by someone else, or gone: the informer tells what is next.
 		s.queue.Forget(key)
 	case ctx.Err() != nil:
 	default:
-		s.agent.log.Error(err, "failed to bind pod", "pod", key)
+		s.agent.log.Error(err, "Failed to bind pod", "pod", key)
 		s.queue.AddRateLimited(key)
 	}
 	return true

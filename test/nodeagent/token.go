@@ -9,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,12 +17,88 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// tokenLifetime is what the agent asks for; the token is renewed once 80%
-// of it passed.
-const tokenLifetime = time.Hour
+const (
+	// tokenLifetime is what the agent asks for the kubeconfig's token.
+	tokenLifetime = time.Hour
+	// maxTokenAge: a token is renewed once 80% of its lifetime passed, and
+	// at the latest after this, as the kubelet does.
+	maxTokenAge = 24 * time.Hour
+)
+
+// boundToken is a ServiceAccount token bound to a pod, and when to renew it.
+type boundToken struct {
+	token     string
+	refreshAt time.Time
+}
+
+// requestToken asks for a token of the pod's ServiceAccount bound to the
+// pod, so that it dies with the pod.
+func (a *Agent) requestToken(ctx context.Context, namespace, serviceAccount, podName string, podUID types.UID, audiences []string, lifetime time.Duration) (*boundToken, error) {
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences:         audiences,
+		ExpirationSeconds: ptr.To(int64(lifetime / time.Second)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: podName, UID: podUID},
+	}}
+	issued := time.Now()
+	resp, err := a.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to request a token for service account %s/%s: %w", namespace, serviceAccount, err)
+	}
+	age := resp.Status.ExpirationTimestamp.Sub(issued)
+	if age <= 0 {
+		age = lifetime
+	}
+	return &boundToken{token: resp.Status.Token, refreshAt: issued.Add(min(age*8/10, maxTokenAge))}, nil
+}
+
+// token returns the token a projected serviceAccountToken source asks for,
+// requesting a new one when none is cached or it is due for renewal.
+// The caller holds v.mu.
+func (v *podVolumes) token(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error) {
+	seconds := int64(3600)
+	if src.ExpirationSeconds != nil {
+		seconds = *src.ExpirationSeconds
+	}
+	key := fmt.Sprintf("%s/%d", src.Audience, seconds)
+	if t := v.tokens[key]; t != nil && time.Now().Before(t.refreshAt) {
+		return t.token, nil
+	}
+	var audiences []string
+	if src.Audience != "" {
+		audiences = []string{src.Audience}
+	}
+	t, err := v.p.agent.requestToken(ctx, pod.Namespace, serviceAccountName(pod), pod.Name, pod.UID, audiences, time.Duration(seconds)*time.Second)
+	if err != nil {
+		return "", err
+	}
+	v.tokens[key] = t
+	return t.token, nil
+}
+
+// nextTokenRefresh returns when the earliest projected token is due, or
+// the zero time when the pod has none.
+func (v *podVolumes) nextTokenRefresh() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var next time.Time
+	for _, t := range v.tokens {
+		if next.IsZero() || t.refreshAt.Before(next) {
+			next = t.refreshAt
+		}
+	}
+	return next
+}
+
+func serviceAccountName(pod *corev1.Pod) string {
+	if pod.Spec.ServiceAccountName != "" {
+		return pod.Spec.ServiceAccountName
+	}
+	return "default"
+}
 
 // tokenManager keeps a kubeconfig holding a ServiceAccount token bound to
-// one pod, so that the token dies with the pod.
+// one pod, for processes that cannot find the in-cluster configuration
+// at its fixed path (see the package documentation).
 type tokenManager struct {
 	agent          *Agent
 	namespace      string
@@ -56,23 +133,14 @@ func (t *tokenManager) ensure(ctx context.Context) error {
 }
 
 func (t *tokenManager) renewLocked(ctx context.Context) error {
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr.To(int64(tokenLifetime / time.Second)),
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: t.podName, UID: t.podUID},
-	}}
-	issued := time.Now()
-	resp, err := t.agent.client.CoreV1().ServiceAccounts(t.namespace).CreateToken(ctx, t.serviceAccount, req, metav1.CreateOptions{})
+	token, err := t.agent.requestToken(ctx, t.namespace, t.serviceAccount, t.podName, t.podUID, nil, tokenLifetime)
 	if err != nil {
-		return fmt.Errorf("failed to request a token for service account %s/%s: %w", t.namespace, t.serviceAccount, err)
-	}
-	if err := t.write(resp.Status.Token); err != nil {
 		return err
 	}
-	lifetime := resp.Status.ExpirationTimestamp.Sub(issued)
-	if lifetime <= 0 {
-		lifetime = tokenLifetime
+	if err := t.write(token.token); err != nil {
+		return err
 	}
-	t.refreshAt = issued.Add(lifetime * 8 / 10)
+	t.refreshAt = token.refreshAt
 	return nil
 }
 
@@ -93,7 +161,7 @@ func (t *tokenManager) keepRenewed(ctx context.Context) {
 		t.mu.Lock()
 		if !time.Now().Before(t.refreshAt) {
 			if err := t.renewLocked(ctx); err != nil && ctx.Err() == nil {
-				t.agent.log.Error(err, "failed to renew a token", "pod", t.namespace+"/"+t.podName)
+				t.agent.log.Error(err, "Failed to renew a token", "pod", t.namespace+"/"+t.podName)
 				t.refreshAt = time.Now().Add(10 * time.Second)
 			}
 		}
@@ -102,7 +170,7 @@ func (t *tokenManager) keepRenewed(ctx context.Context) {
 }
 
 // write replaces the kubeconfig atomically: the API server, its CA and the
-// token, and nothing of the agent's own credentials.
+// token, inline, and nothing of the agent's own credentials.
 func (t *tokenManager) write(token string) error {
 	rc := t.agent.cfg.RESTConfig
 	cluster := &clientcmdapi.Cluster{

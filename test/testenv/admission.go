@@ -16,13 +16,14 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
-// installAdmissionPolicies creates the project's admission policies and waits
-// until the API server enforces them: policies are compiled asynchronously,
-// so a test that ran at once could see them absent.
+// installAdmissionPolicies creates the project's admission policies (kept
+// as they are when a kept state holds them) and waits until the API server
+// enforces them: policies are compiled asynchronously, so a test that ran
+// at once could see them absent.
 func (e *Env) installAdmissionPolicies(ctx context.Context) error {
 	policy, binding := crds.NamespaceLengthPolicy()
 	for _, obj := range []client.Object{policy, binding} {
-		if err := e.Client.Create(ctx, obj); err != nil {
+		if err := e.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("failed to create %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}

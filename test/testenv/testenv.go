@@ -50,8 +50,21 @@ type Options struct {
 	ControllerManagerControllers []string
 	// ServiceAccountAdmission turns the ServiceAccount admission plugin
 	// back on (envtest turns it off): pods get their ServiceAccount, and
-	// need it to exist.
+	// need it to exist. Namespace then waits for the namespace's default
+	// ServiceAccount (the controller manager's serviceaccount-controller
+	// creates it).
 	ServiceAccountAdmission bool
+	// ServiceClusterIPRange is where Services get their ClusterIP
+	// (envtest's 10.0.0.0/24 when empty). When set, the API server's
+	// serving certificate also names the range's first address, the
+	// ClusterIP of the `kubernetes` Service, so that in-cluster clients
+	// reaching the API server through it can verify it.
+	ServiceClusterIPRange string
+	// StateDir, when set, holds the control plane's data: etcd's data
+	// directory and the API server's CA, serving certificate and
+	// ServiceAccount signing key. Stop keeps it, and a later Start with the
+	// same StateDir carries on with the same objects, CA and signing key.
+	StateDir string
 }
 
 // Env is a running test control plane.
@@ -68,6 +81,7 @@ type Env struct {
 	env                   *envtest.Environment
 	tempDir               string
 	stopControllerManager func() error
+	waitForServiceAccount bool
 }
 
 // NewScheme returns a scheme with the Kubernetes built-in types, the
@@ -100,7 +114,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)
 	}
-	e := &Env{Scheme: NewScheme(), tempDir: tempDir}
+	e := &Env{Scheme: NewScheme(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission}
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crdList,
@@ -109,6 +123,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	if opts.ServiceAccountAdmission {
 		e.env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "")
+	}
+	if err := e.configureState(opts); err != nil {
+		_ = os.RemoveAll(tempDir)
+		return nil, err
 	}
 	if opts.AuditLog {
 		if err := e.configureAuditLog(); err != nil {
@@ -139,6 +157,32 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// configureState sets the Service range, and puts etcd's data and the
+// certificates in opts.StateDir when set.
+func (e *Env) configureState(opts Options) error {
+	var extraIPs []string
+	if opts.ServiceClusterIPRange != "" {
+		ip, err := kubernetesServiceIP(opts.ServiceClusterIPRange)
+		if err != nil {
+			return err
+		}
+		extraIPs = append(extraIPs, ip)
+		e.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
+	}
+	if opts.StateDir == "" && len(extraIPs) == 0 {
+		return nil
+	}
+	certDir := filepath.Join(e.tempDir, "certs")
+	if opts.StateDir != "" {
+		certDir = filepath.Join(opts.StateDir, "certs")
+		e.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(opts.StateDir, "etcd")}
+		if err := os.MkdirAll(e.env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
+			return fmt.Errorf("failed to create etcd's data directory: %w", err)
+		}
+	}
+	return useOwnCertificates(e.env, certDir, extraIPs)
 }
 
 // Stop stops the control plane and removes its files.
@@ -229,6 +273,9 @@ func (e *Env) Namespace(t testing.TB) string {
 	if err := e.Client.Create(t.Context(), ns); err != nil {
 		t.Fatalf("failed to create a test namespace: %v", err)
 	}
+	if e.waitForServiceAccount {
+		e.awaitDefaultServiceAccount(t, ns.Name)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -258,4 +305,21 @@ func (e *Env) AsPod(t testing.TB, namespace, serviceAccount, pod string) client.
 		t.Fatalf("failed to create a client for pod %s: %v", pod, err)
 	}
 	return c
+}
+
+// awaitDefaultServiceAccount waits until the namespace has its default
+// ServiceAccount, without which admission refuses every Pod.
+func (e *Env) awaitDefaultServiceAccount(t testing.TB, namespace string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: "default"}, &corev1.ServiceAccount{})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default ServiceAccount after 30s: %v", namespace, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
