@@ -69,6 +69,7 @@ func newControlPlane(t *testing.T, withoutLeases bool) *controlPlane {
 	}
 	role := horender.ControlPlaneOperatorRole(in)
 	role.Namespace = ns
+	role.Rules = append(role.Rules, componentRules...)
 	if withoutLeases {
 		var rules []rbacv1.PolicyRule
 		for _, rule := range role.Rules {
@@ -97,6 +98,16 @@ func newControlPlane(t *testing.T, withoutLeases bool) *controlPlane {
 		}
 	}
 	return cp
+}
+
+// componentRules are what the PKI and the components need beyond the
+// Role the hypershift-operator renders today: the PKI's Secrets (watched,
+// so a deleted one is re-created), etcd's StatefulSet and its
+// PodDisruptionBudget. The hypershift-operator's Role must grant them.
+var componentRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 }
 
 // cpo is one control-plane-operator process with a user of its own.

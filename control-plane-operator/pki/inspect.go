@@ -86,39 +86,38 @@ func samePublicKey(a, b crypto.PublicKey) bool {
 }
 
 // checkLeaf returns why a certificate and key must be re-issued for spec
-// under ca at now, whether the reason means the Secret was damaged (a
-// warning) rather than due, and "" when they can be kept.
-func checkLeaf(certPEM, keyPEM []byte, spec certSpec, ca *CA, now time.Time) (reason string, damaged bool) {
+// under ca at now, and the cause; "" when they can be kept.
+func checkLeaf(certPEM, keyPEM []byte, spec certSpec, ca *CA, now time.Time) (string, Cause) {
 	if certPEM == nil && keyPEM == nil {
-		return reasonMissing, false
+		return reasonMissing, Missing
 	}
 	cert, err := parseCert(certPEM)
 	if err != nil {
-		return reasonCertInvalid, true
+		return reasonCertInvalid, Damaged
 	}
 	key, err := parseKey(keyPEM)
 	if err != nil {
-		return reasonKeyInvalid, true
+		return reasonKeyInvalid, Damaged
 	}
 	switch {
 	case !samePublicKey(cert.PublicKey, key.Public()):
-		return reasonKeyMismatch, true
+		return reasonKeyMismatch, Damaged
 	case cert.CheckSignatureFrom(ca.Cert) != nil:
-		return reasonNotSigned, true
+		return reasonNotSigned, Damaged
 	case now.Before(cert.NotBefore):
-		return reasonNotYetValid, true
+		return reasonNotYetValid, Damaged
 	case !now.Before(cert.NotAfter):
-		return reasonExpired, true
+		return reasonExpired, Damaged
 	case !now.Before(RenewalTime(cert)):
-		return reasonRenew, false
+		return reasonRenew, Due
 	case cert.Subject.CommonName != spec.CommonName || !sameStrings(cert.Subject.Organization, spec.Organization):
-		return reasonSubject, false
+		return reasonSubject, Changed
 	case !sameStrings(cert.DNSNames, spec.DNSNames) || !sameStrings(ipStrings(cert.IPAddresses), ipStrings(spec.IPAddresses)):
-		return reasonNames, false
+		return reasonNames, Changed
 	case !slices.Equal(cert.ExtKeyUsage, spec.Usages):
-		return reasonUsages, false
+		return reasonUsages, Changed
 	}
-	return "", false
+	return "", ""
 }
 
 // RenewalTime is when a certificate is due for re-issue: once two thirds

@@ -19,12 +19,12 @@ func (p *planner) serviceAccountKeys() error {
 	var write *Write
 	switch {
 	case s == nil:
-		write = &Write{Reason: reasonMissing}
+		write = &Write{Reason: reasonMissing, Cause: Missing}
 	default:
 		private, public = s.Data[ServiceAccountPrivateKeyKey], s.Data[ServiceAccountPublicKeyKey]
 		key, err := parseKey(private)
 		if err != nil {
-			write = &Write{Reason: reasonKeyInvalid, Damaged: true}
+			write = &Write{Reason: reasonKeyInvalid, Cause: Damaged}
 			break
 		}
 		if publicKeyMatches(public, key.Public()) {
@@ -33,7 +33,7 @@ func (p *planner) serviceAccountKeys() error {
 		if public, err = encodePublicKey(key.Public()); err != nil {
 			return fmt.Errorf("failed to derive the public key of %s: %w", ServiceAccountKeySecret, err)
 		}
-		write = &Write{Reason: reasonPublicKey, Damaged: true}
+		write = &Write{Reason: reasonPublicKey, Cause: Damaged}
 	}
 	if write != nil && write.Reason != reasonPublicKey {
 		var err error

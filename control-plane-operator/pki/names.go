@@ -62,3 +62,13 @@ const (
 	// a clock slightly behind ours accepts it.
 	backdate = 5 * time.Minute
 )
+
+// CASecrets are the Secrets that hold a CA: never replaced once they exist.
+var CASecrets = []string{RootCASecret, EtcdSignerSecret}
+
+// Secrets are every Secret Plan may write, in the order it plans them.
+var Secrets = []string{
+	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
+	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,
+	KubeSchedulerKubeconfigSecret, AdminKubeconfigSecret,
+}

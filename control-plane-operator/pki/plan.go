@@ -58,6 +58,22 @@ type Inputs struct {
 	ExternalURL string
 }
 
+// Cause classifies why a Secret is written.
+type Cause string
+
+const (
+	// Missing: the Secret did not exist.
+	Missing Cause = "Missing"
+	// Due: a certificate passed two thirds of its lifetime.
+	Due Cause = "Due"
+	// Changed: what a certificate or kubeconfig must say changed (names,
+	// subject, usages, server).
+	Changed Cause = "Changed"
+	// Damaged: the Secret was found broken: it does not parse, its key
+	// does not match, it is not signed by its CA, or it is not valid now.
+	Damaged Cause = "Damaged"
+)
+
 // Write is a Secret whose content Plan changes, and why.
 type Write struct {
 	// Secret is the Secret's name.
@@ -65,9 +81,8 @@ type Write struct {
 	// Reason says why, e.g. "its certificate is past two thirds of its
 	// lifetime".
 	Reason string
-	// Damaged is true when the Secret was found broken (does not parse,
-	// mismatched, not signed by its CA, not valid), not merely due.
-	Damaged bool
+	// Cause classifies the reason.
+	Cause Cause
 }
 
 // Result is what Plan decided.
@@ -180,7 +195,7 @@ func (p *planner) ca(name, commonName string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to read back the CA just issued: %w", err)
 	}
-	p.add(name, corev1.SecretTypeOpaque, map[string][]byte{CACertKey: kp.certPEM, CAKeyKey: kp.keyPEM}, &Write{Reason: reasonMissing})
+	p.add(name, corev1.SecretTypeOpaque, map[string][]byte{CACertKey: kp.certPEM, CAKeyKey: kp.keyPEM}, &Write{Reason: reasonMissing, Cause: Missing})
 	return ca, nil
 }
 
@@ -197,7 +212,7 @@ func (p *planner) leaf(name string, ca *CA, spec certSpec) error {
 		return fmt.Errorf("failed to issue %s: %w", name, err)
 	}
 	if write == nil && !bytes.Equal(caPEM, ca.CertPEM) {
-		write = &Write{Reason: reasonCAOutdated, Damaged: true}
+		write = &Write{Reason: reasonCAOutdated, Cause: Damaged}
 	}
 	p.add(name, corev1.SecretTypeTLS, map[string][]byte{TLSCertKey: certPEM, TLSKeyKey: keyPEM, CACertKey: ca.CertPEM}, write)
 	return nil
@@ -223,9 +238,9 @@ func (p *planner) kubeconfig(name string, ca *CA, spec certSpec, server string) 
 		write.Reason = reasonKubeconfigInvalid
 	case write != nil:
 	case content.server != server:
-		write = &Write{Reason: reasonServer}
+		write = &Write{Reason: reasonServer, Cause: Changed}
 	case !bytes.Equal(content.caPEM, ca.CertPEM):
-		write = &Write{Reason: reasonCAOutdated, Damaged: true}
+		write = &Write{Reason: reasonCAOutdated, Cause: Damaged}
 	}
 	if write != nil {
 		raw, err = encodeKubeconfig(p.in.ClusterName, kubeconfigContent{server: server, caPEM: ca.CertPEM, certPEM: certPEM, keyPEM: keyPEM})
@@ -241,10 +256,10 @@ func (p *planner) kubeconfig(name string, ca *CA, spec certSpec, server string) 
 // when they are still right, new ones with the reason otherwise. It keeps
 // track of the earliest renewal.
 func (p *planner) certificate(exists bool, certPEM, keyPEM []byte, spec certSpec, ca *CA) (*Write, []byte, []byte, error) {
-	reason, damaged := reasonMissing, false
+	reason, cause := reasonMissing, Missing
 	if exists {
-		if reason, damaged = checkLeaf(certPEM, keyPEM, spec, ca, p.now); reason == reasonMissing {
-			reason, damaged = reasonCertInvalid, true
+		if reason, cause = checkLeaf(certPEM, keyPEM, spec, ca, p.now); reason == reasonMissing {
+			reason, cause = reasonCertInvalid, Damaged
 		}
 	}
 	var write *Write
@@ -253,7 +268,7 @@ func (p *planner) certificate(exists bool, certPEM, keyPEM []byte, spec certSpec
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		certPEM, keyPEM, write = kp.certPEM, kp.keyPEM, &Write{Reason: reason, Damaged: damaged}
+		certPEM, keyPEM, write = kp.certPEM, kp.keyPEM, &Write{Reason: reason, Cause: cause}
 	}
 	if cert, err := parseCert(certPEM); err == nil {
 		if at := RenewalTime(cert); p.result.RenewAt.IsZero() || at.Before(p.result.RenewAt) {

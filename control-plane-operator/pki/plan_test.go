@@ -78,12 +78,15 @@ func TestPlanIssuesEverythingThatIsMissing(t *testing.T) {
 		t.Errorf("Secrets (-want +got):\n%s", diff)
 	}
 	for _, w := range result.Writes {
-		if w.Reason != reasonMissing || w.Damaged {
-			t.Errorf("%s: write %+v, want %q and not damaged", w.Secret, w, reasonMissing)
+		if w.Reason != reasonMissing || w.Cause != Missing {
+			t.Errorf("%s: write %+v, want %q", w.Secret, w, reasonMissing)
 		}
 	}
 	if diff := cmp.Diff(allSecrets, writtenNames(result)); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(allSecrets, Secrets); diff != "" {
+		t.Errorf("the Secrets list is not what Plan writes (-planned +listed):\n%s", diff)
 	}
 	wantRenewal := t0.Add(-backdate).Add((LeafValidity + backdate) * 2 / 3)
 	if !result.RenewAt.Equal(wantRenewal) {
@@ -131,10 +134,10 @@ func TestPlanReissues(t *testing.T) {
 			name: "when every leaf is past two thirds of its lifetime, every leaf is re-issued and the CAs are kept",
 			now:  renewal,
 			want: []Write{
-				{Secret: EtcdServerSecret, Reason: reasonRenew}, {Secret: EtcdPeerSecret, Reason: reasonRenew},
-				{Secret: EtcdClientSecret, Reason: reasonRenew}, {Secret: KubeAPIServerSecret, Reason: reasonRenew},
-				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonRenew}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonRenew},
-				{Secret: AdminKubeconfigSecret, Reason: reasonRenew},
+				{Secret: EtcdServerSecret, Reason: reasonRenew, Cause: Due}, {Secret: EtcdPeerSecret, Reason: reasonRenew, Cause: Due},
+				{Secret: EtcdClientSecret, Reason: reasonRenew, Cause: Due}, {Secret: KubeAPIServerSecret, Reason: reasonRenew, Cause: Due},
+				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonRenew, Cause: Due}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonRenew, Cause: Due},
+				{Secret: AdminKubeconfigSecret, Reason: reasonRenew, Cause: Due},
 			},
 			unequal: []string{EtcdServerSecret, KubeAPIServerSecret, AdminKubeconfigSecret},
 		},
@@ -149,10 +152,10 @@ func TestPlanReissues(t *testing.T) {
 			},
 			now: t0.Add(LeafValidity + time.Hour),
 			want: []Write{
-				{Secret: EtcdServerSecret, Reason: reasonExpired, Damaged: true}, {Secret: EtcdPeerSecret, Reason: reasonExpired, Damaged: true},
-				{Secret: EtcdClientSecret, Reason: reasonMissing}, {Secret: KubeAPIServerSecret, Reason: reasonExpired, Damaged: true},
-				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonExpired, Damaged: true}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonExpired, Damaged: true},
-				{Secret: AdminKubeconfigSecret, Reason: reasonExpired, Damaged: true},
+				{Secret: EtcdServerSecret, Reason: reasonExpired, Cause: Damaged}, {Secret: EtcdPeerSecret, Reason: reasonExpired, Cause: Damaged},
+				{Secret: EtcdClientSecret, Reason: reasonMissing, Cause: Missing}, {Secret: KubeAPIServerSecret, Reason: reasonExpired, Cause: Damaged},
+				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonExpired, Cause: Damaged}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonExpired, Cause: Damaged},
+				{Secret: AdminKubeconfigSecret, Reason: reasonExpired, Cause: Damaged},
 			},
 		},
 		{
@@ -162,14 +165,14 @@ func TestPlanReissues(t *testing.T) {
 				later := mustPlan(t, *in, live, t0.Add(10*24*time.Hour))
 				live[KubeAPIServerSecret] = byName(later)[KubeAPIServerSecret]
 			},
-			want: []Write{{Secret: KubeAPIServerSecret, Reason: reasonNotYetValid, Damaged: true}},
+			want: []Write{{Secret: KubeAPIServerSecret, Reason: reasonNotYetValid, Cause: Damaged}},
 		},
 		{
 			name: "when a certificate is tampered with, it is re-issued as damaged",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[KubeAPIServerSecret].Data[TLSCertKey] = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
 			},
-			want:    []Write{{Secret: KubeAPIServerSecret, Reason: reasonCertInvalid, Damaged: true}},
+			want:    []Write{{Secret: KubeAPIServerSecret, Reason: reasonCertInvalid, Cause: Damaged}},
 			unequal: []string{KubeAPIServerSecret},
 		},
 		{
@@ -177,14 +180,14 @@ func TestPlanReissues(t *testing.T) {
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[EtcdPeerSecret].Data[TLSKeyKey] = []byte("not a key")
 			},
-			want: []Write{{Secret: EtcdPeerSecret, Reason: reasonKeyInvalid, Damaged: true}},
+			want: []Write{{Secret: EtcdPeerSecret, Reason: reasonKeyInvalid, Cause: Damaged}},
 		},
 		{
 			name: "when a key belongs to another certificate, it is re-issued as damaged",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[EtcdServerSecret].Data[TLSKeyKey] = live[EtcdPeerSecret].Data[TLSKeyKey]
 			},
-			want: []Write{{Secret: EtcdServerSecret, Reason: reasonKeyMismatch, Damaged: true}},
+			want: []Write{{Secret: EtcdServerSecret, Reason: reasonKeyMismatch, Cause: Damaged}},
 		},
 		{
 			name: "when a certificate and its key are replaced by another CA's, it is re-issued as damaged",
@@ -192,21 +195,21 @@ func TestPlanReissues(t *testing.T) {
 				live[KubeAPIServerSecret].Data[TLSCertKey] = otherCA.Data[CACertKey]
 				live[KubeAPIServerSecret].Data[TLSKeyKey] = otherCA.Data[CAKeyKey]
 			},
-			want: []Write{{Secret: KubeAPIServerSecret, Reason: reasonNotSigned, Damaged: true}},
+			want: []Write{{Secret: KubeAPIServerSecret, Reason: reasonNotSigned, Cause: Damaged}},
 		},
 		{
 			name: "when a Secret is deleted, it is re-issued and says it did not exist",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				delete(live, KubeSchedulerKubeconfigSecret)
 			},
-			want: []Write{{Secret: KubeSchedulerKubeconfigSecret, Reason: reasonMissing}},
+			want: []Write{{Secret: KubeSchedulerKubeconfigSecret, Reason: reasonMissing, Cause: Missing}},
 		},
 		{
 			name: "when a Secret exists with its keys removed, it is re-issued as damaged",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[EtcdClientSecret].Data = nil
 			},
-			want: []Write{{Secret: EtcdClientSecret, Reason: reasonCertInvalid, Damaged: true}},
+			want: []Write{{Secret: EtcdClientSecret, Reason: reasonCertInvalid, Cause: Damaged}},
 		},
 		{
 			name: "when the kube-apiserver is published at another address, only its certificate and the admin kubeconfig change",
@@ -214,7 +217,7 @@ func TestPlanReissues(t *testing.T) {
 				in.KubeAPIServer.IPAddresses = append(in.KubeAPIServer.IPAddresses, net.ParseIP("192.0.2.7"))
 				in.ExternalURL = "https://192.0.2.7:30443"
 			},
-			want:    []Write{{Secret: KubeAPIServerSecret, Reason: reasonNames}, {Secret: AdminKubeconfigSecret, Reason: reasonServer}},
+			want:    []Write{{Secret: KubeAPIServerSecret, Reason: reasonNames, Cause: Changed}, {Secret: AdminKubeconfigSecret, Reason: reasonServer, Cause: Changed}},
 			unequal: []string{KubeAPIServerSecret},
 		},
 		{
@@ -229,35 +232,35 @@ func TestPlanReissues(t *testing.T) {
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[EtcdServerSecret].Data[CACertKey] = otherCA.Data[CACertKey]
 			},
-			want: []Write{{Secret: EtcdServerSecret, Reason: reasonCAOutdated, Damaged: true}},
+			want: []Write{{Secret: EtcdServerSecret, Reason: reasonCAOutdated, Cause: Damaged}},
 		},
 		{
 			name: "when the internal URL changes, the kubeconfigs that use it are rewritten",
 			change: func(in *Inputs, _ map[string]*corev1.Secret) {
 				in.InternalURL = "https://172.30.0.99:6443"
 			},
-			want: []Write{{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonServer}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonServer}},
+			want: []Write{{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonServer, Cause: Changed}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonServer, Cause: Changed}},
 		},
 		{
 			name: "when a kubeconfig does not parse, it is re-issued as damaged",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[AdminKubeconfigSecret].Data[KubeconfigKey] = []byte("{not yaml")
 			},
-			want: []Write{{Secret: AdminKubeconfigSecret, Reason: reasonKubeconfigInvalid, Damaged: true}},
+			want: []Write{{Secret: AdminKubeconfigSecret, Reason: reasonKubeconfigInvalid, Cause: Damaged}},
 		},
 		{
 			name: "when the service-account public key is tampered with, it is derived again from the private key",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[ServiceAccountKeySecret].Data[ServiceAccountPublicKeyKey] = []byte("garbage")
 			},
-			want: []Write{{Secret: ServiceAccountKeySecret, Reason: reasonPublicKey, Damaged: true}},
+			want: []Write{{Secret: ServiceAccountKeySecret, Reason: reasonPublicKey, Cause: Damaged}},
 		},
 		{
 			name: "when the service-account private key is tampered with, the pair is generated again",
 			change: func(_ *Inputs, live map[string]*corev1.Secret) {
 				live[ServiceAccountKeySecret].Data[ServiceAccountPrivateKeyKey] = []byte("garbage")
 			},
-			want: []Write{{Secret: ServiceAccountKeySecret, Reason: reasonKeyInvalid, Damaged: true}},
+			want: []Write{{Secret: ServiceAccountKeySecret, Reason: reasonKeyInvalid, Cause: Damaged}},
 		},
 		{
 			name: "when the root CA is deleted, a new one is issued and everything it signed is re-issued",
@@ -265,10 +268,10 @@ func TestPlanReissues(t *testing.T) {
 				delete(live, RootCASecret)
 			},
 			want: []Write{
-				{Secret: RootCASecret, Reason: reasonMissing}, {Secret: KubeAPIServerSecret, Reason: reasonNotSigned, Damaged: true},
-				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonNotSigned, Damaged: true},
-				{Secret: KubeSchedulerKubeconfigSecret, Reason: reasonNotSigned, Damaged: true},
-				{Secret: AdminKubeconfigSecret, Reason: reasonNotSigned, Damaged: true},
+				{Secret: RootCASecret, Reason: reasonMissing, Cause: Missing}, {Secret: KubeAPIServerSecret, Reason: reasonNotSigned, Cause: Damaged},
+				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
+				{Secret: KubeSchedulerKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
+				{Secret: AdminKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
 			},
 		},
 	}

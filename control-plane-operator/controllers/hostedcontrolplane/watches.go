@@ -3,22 +3,53 @@ package hostedcontrolplane
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
 )
 
 // isComponent passes events of the objects the CPO renders.
 var isComponent = predicate.NewPredicateFuncs(func(obj client.Object) bool {
-	_, ok := obj.GetLabels()[render.ComponentLabel]
-	return ok
+	return componentSelector.Matches(labels.Set(obj.GetLabels()))
 })
 
-// hostedControlPlanes maps a component to the HostedControlPlanes of its
-// namespace (one per control-plane namespace).
+// CacheOptions are the cache settings the controller needs in namespace:
+// only Secrets it renders are cached (and watched); others, the pull
+// secret among them, are read past the cache.
+func CacheOptions(namespace string) cache.Options {
+	return cache.Options{
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: componentSelector},
+		},
+	}
+}
+
+// SetupWithManager registers the controller. Controllers are leader-only
+// runnables: a standby starts none of them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byHostedControlPlane := handler.EnqueueRequestsFromMapFunc(r.hostedControlPlanes)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("hostedcontrolplane").
+		For(&hyperv1.HostedControlPlane{})
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &corev1.Service{}, &corev1.Secret{}} {
+		b = b.Watches(obj, byHostedControlPlane, builder.WithPredicates(isComponent))
+	}
+	return b.Complete(r)
+}
+
+// hostedControlPlanes maps a component object to the HostedControlPlanes
+// of its namespace (one per control-plane namespace).
 func (r *Reconciler) hostedControlPlanes(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &hyperv1.HostedControlPlaneList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
