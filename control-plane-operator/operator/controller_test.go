@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubecontrollermanager"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubescheduler"
+	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )

@@ -120,7 +120,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Scheme: scheme,
 		// The CPO sees only its own namespace, and of its Secrets only those
 		// it renders; the pull secret is read by name past the cache.
-		Cache: hostedcontrolplane.CacheOptions(o.Namespace),
+		Cache:                  hostedcontrolplane.CacheOptions(o.Namespace),
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}

@@ -320,7 +320,9 @@ func TestPlanNeverReplacesACA(t *testing.T) {
 	}{
 		{name: "when its certificate does not parse", damage: func(s *corev1.Secret) { s.Data[CACertKey] = []byte("garbage") }},
 		{name: "when its key does not parse", damage: func(s *corev1.Secret) { s.Data[CAKeyKey] = []byte("garbage") }},
-		{name: "when its key belongs to another CA", damage: func(s *corev1.Secret) { s.Data[CAKeyKey] = mustPlan(t, testInputs(), nil, t0).Secrets[1].Data[CAKeyKey] }},
+		{name: "when its key belongs to another CA", damage: func(s *corev1.Secret) {
+			s.Data[CAKeyKey] = mustPlan(t, testInputs(), nil, t0).Secrets[1].Data[CAKeyKey]
+		}},
 		{name: "when its data is gone", damage: func(s *corev1.Secret) { s.Data = nil }},
 		{name: "when it holds a leaf certificate", damage: func(s *corev1.Secret) {
 			leaf := mustPlan(t, testInputs(), nil, t0).Secrets[2]

@@ -95,8 +95,6 @@ type scope struct {
 	releaseErr error
 	// clusterIPs are the live Services' ClusterIPs, by name.
 	clusterIPs map[string]string
-	// apiService is the live kube-apiserver Service.
-	apiService *corev1.Service
 	// endpoint is where clients reach the kube-apiserver, once known;
 	// endpointWhy says why it is not known.
 	endpoint    *hyperv1.APIEndpoint

@@ -42,34 +42,31 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Result, error) {
 	apply := r.applier()
 	s.clusterIPs = map[string]string{}
+	live := map[string]*corev1.Service{}
 	waiting := false
 	for _, c := range s.components {
 		for _, svc := range c.Services(s.hcp) {
 			if _, err := apply.Apply(ctx, svc); err != nil {
 				return ctrl.Result{}, err
 			}
-			live := &corev1.Service{}
-			switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), live); {
+			got := &corev1.Service{}
+			switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), got); {
 			case apierrors.IsNotFound(err):
 				waiting = true // the cache has not seen it yet
 				continue
 			case err != nil:
 				return ctrl.Result{}, fmt.Errorf("failed to get Service %s: %w", svc.Name, err)
 			}
-			if live.Spec.ClusterIP == "" {
-				waiting = true
-			}
-			s.clusterIPs[svc.Name] = live.Spec.ClusterIP
-			if svc.Name == kubeapiserver.Name {
-				s.apiService = live
-			}
+			waiting = waiting || got.Spec.ClusterIP == ""
+			s.clusterIPs[svc.Name] = got.Spec.ClusterIP
+			live[svc.Name] = got
 		}
 	}
 	if waiting {
 		return ctrl.Result{RequeueAfter: addressPoll}, nil
 	}
 	s.servicesDone = true
-	s.endpoint, s.endpointWhy = kubeapiserver.Endpoint(s.hcp, s.apiService)
+	s.endpoint, s.endpointWhy = kubeapiserver.Endpoint(s.hcp, live[kubeapiserver.Name])
 	return ctrl.Result{}, nil
 }
 

@@ -101,7 +101,7 @@ func TestPKICoversEveryAddressAndIsValidForAYear(t *testing.T) {
 
 	tests := []struct {
 		secret, server, user string
-		groups              []string
+		groups               []string
 	}{
 		{secret: pki.AdminKubeconfigSecret, server: fmt.Sprintf("https://127.0.0.1:%d", nodePort), user: "system:admin", groups: []string{"system:masters"}},
 		{secret: pki.KubeControllerManagerKubeconfigSecret, server: "https://" + net.JoinHostPort(service.Spec.ClusterIP, "6443"), user: "system:kube-controller-manager"},
