@@ -349,3 +349,36 @@ func TestAPayloadWithoutAnImageIsReportedWithoutAHotLoop(t *testing.T) {
 		t.Error("etcd was applied from a payload the control plane cannot run")
 	}
 }
+
+// TestPublishingAtAnotherAddressReissuesTheServingCertificate moves the
+// NodePort address: the serving certificate covers the new one, the admin
+// kubeconfig points at it, and the CA stays.
+func TestPublishingAtAnotherAddressReissuesTheServingCertificate(t *testing.T) {
+	cp := start(t, options{})
+	cp.awaitPKI(t)
+	cp.awaitQuiet(t)
+	rootCA := cp.secret(t, pki.RootCASecret).Data[pki.CACertKey]
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hcp := cp.get(t)
+		hcp.Spec.Services[0].NodePort.Address = "127.0.0.2"
+		return env.Client.Update(t.Context(), hcp)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		server, _, _ := kubeconfig(t, cp.secret(t, pki.AdminKubeconfigSecret))
+		if !strings.HasPrefix(server, "https://127.0.0.2:") {
+			return fmt.Errorf("the admin kubeconfig points at %s", server)
+		}
+		if endpoint := cp.get(t).Status.ControlPlaneEndpoint; endpoint == nil || endpoint.Host != "127.0.0.2" {
+			return fmt.Errorf("controlPlaneEndpoint = %+v", endpoint)
+		}
+		return nil
+	})
+	verify(t, "the kube-apiserver certificate", leafCert(t, cp.secret(t, pki.KubeAPIServerSecret)), rootCA, x509.ExtKeyUsageServerAuth, "127.0.0.2", cp.clock.Now())
+	cp.awaitEvent(t, corev1.EventTypeNormal, "Wrote Secret "+pki.KubeAPIServerSecret+": its DNS names or IP addresses must change")
+	if !bytes.Equal(cp.secret(t, pki.RootCASecret).Data[pki.CACertKey], rootCA) {
+		t.Error("the root CA was replaced")
+	}
+}
