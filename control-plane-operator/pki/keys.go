@@ -17,23 +17,14 @@ func (p *planner) serviceAccountKeys() error {
 	s := p.live[ServiceAccountKeySecret]
 	var private, public []byte
 	var write *Write
-	switch {
-	case s == nil:
+	if s == nil {
 		write = &Write{Reason: reasonMissing, Cause: Missing}
-	default:
+	} else {
 		private, public = s.Data[ServiceAccountPrivateKeyKey], s.Data[ServiceAccountPublicKeyKey]
-		key, err := parseKey(private)
-		if err != nil {
-			write = &Write{Reason: reasonKeyInvalid, Cause: Damaged}
-			break
+		var err error
+		if write, public, err = checkServiceAccountKeys(private, public); err != nil {
+			return err
 		}
-		if publicKeyMatches(public, key.Public()) {
-			break
-		}
-		if public, err = encodePublicKey(key.Public()); err != nil {
-			return fmt.Errorf("failed to derive the public key of %s: %w", ServiceAccountKeySecret, err)
-		}
-		write = &Write{Reason: reasonPublicKey, Cause: Damaged}
 	}
 	if write != nil && write.Reason != reasonPublicKey {
 		var err error
@@ -46,6 +37,23 @@ func (p *planner) serviceAccountKeys() error {
 		ServiceAccountPublicKeyKey:  public,
 	}, write)
 	return nil
+}
+
+// checkServiceAccountKeys returns why the pair must be written, and the
+// public key to store: derived again when it does not match a private key
+// that parses.
+func checkServiceAccountKeys(private, public []byte) (*Write, []byte, error) {
+	key, err := parseKey(private)
+	if err != nil {
+		return &Write{Reason: reasonKeyInvalid, Cause: Damaged}, public, nil
+	}
+	if publicKeyMatches(public, key.Public()) {
+		return nil, public, nil
+	}
+	if public, err = encodePublicKey(key.Public()); err != nil {
+		return nil, nil, fmt.Errorf("failed to derive the public key of %s: %w", ServiceAccountKeySecret, err)
+	}
+	return &Write{Reason: reasonPublicKey, Cause: Damaged}, public, nil
 }
 
 // publicKeyMatches says whether publicPEM holds exactly the public key of

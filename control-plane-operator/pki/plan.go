@@ -62,14 +62,14 @@ type Inputs struct {
 type Cause string
 
 const (
-	// Missing: the Secret did not exist.
+	// Missing means the Secret did not exist.
 	Missing Cause = "Missing"
-	// Due: a certificate passed two thirds of its lifetime.
+	// Due means a certificate passed two thirds of its lifetime.
 	Due Cause = "Due"
-	// Changed: what a certificate or kubeconfig must say changed (names,
+	// Changed means what a certificate or kubeconfig must say changed (names,
 	// subject, usages, server).
 	Changed Cause = "Changed"
-	// Damaged: the Secret was found broken: it does not parse, its key
+	// Damaged means the Secret was found broken: it does not parse, its key
 	// does not match, it is not signed by its CA, or it is not valid now.
 	Damaged Cause = "Damaged"
 )
