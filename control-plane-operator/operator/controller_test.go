@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubecontrollermanager"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubescheduler"
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
@@ -29,29 +34,56 @@ func getHCP(t *testing.T, cp *controlPlane) (*hyperv1.HostedControlPlane, error)
 	return hcp, err
 }
 
-// rollOut writes the Deployment status the deployment controller writes
-// once every replica runs (there are no nodes in the test control plane).
-func rollOut(t *testing.T, cp *controlPlane, name string) {
+// rollOut writes the status a workload's controller writes once every
+// replica runs (there are no nodes in the test control plane).
+func rollOut(t *testing.T, cp *controlPlane, obj client.Object) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d := &appsv1.Deployment{}
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, d); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: obj.GetName()}, obj); err != nil {
 			return err
 		}
-		replicas := *d.Spec.Replicas
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas,
-			ReadyReplicas: replicas, AvailableReplicas: replicas,
+		switch w := obj.(type) {
+		case *appsv1.Deployment:
+			n := *w.Spec.Replicas
+			w.Status = appsv1.DeploymentStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		case *appsv1.StatefulSet:
+			n := *w.Spec.Replicas
+			w.Status = appsv1.StatefulSetStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+				CurrentReplicas: n, CurrentRevision: "r1", UpdateRevision: "r1"}
 		}
-		return env.Client.Status().Update(t.Context(), d)
+		return env.Client.Status().Update(t.Context(), obj)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
+// workloads are the components' workloads, in the order the CPO applies
+// them: each appears once those before it are available.
+func workloads() []client.Object {
+	return []client.Object{
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: etcd.Name}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kubeapiserver.Name}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kubecontrollermanager.Name}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kubescheduler.Name}},
+	}
+}
+
+// rollOutAll rolls out each workload as it appears.
+func rollOutAll(t *testing.T, cp *controlPlane) {
+	t.Helper()
+	for _, w := range workloads() {
+		testutil.Eventually(t, 30*time.Second, func() error {
+			return env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: w.GetName()}, w)
+		})
+		rollOut(t, cp, w)
+	}
+}
+
 // TestStatusAndTeardown checks the HostedControlPlane's status follows its
-// components, and that deleting it removes them before the finalizer goes.
+// components, that a control plane whose kube-apiserver does not answer
+// is ready but not Available, and that deleting it removes the components
+// but keeps the CA.
 func TestStatusAndTeardown(t *testing.T) {
 	cp := newControlPlane(t, false)
 	startCPO(t, cp, "cpo-a", cp.releaseImage)
@@ -67,30 +99,43 @@ func TestStatusAndTeardown(t *testing.T) {
 			return errors.New("no finalizer")
 		}
 		c := meta.FindStatusCondition(hcp.Status.Conditions, "KubeApiserverAvailable")
-		if c == nil || c.Status != "False" || hcp.Status.Ready {
-			return fmt.Errorf("before any replica runs: KubeApiserverAvailable=%+v ready=%v", c, hcp.Status.Ready)
+		if c == nil || c.Status != "False" || c.Reason != "WaitingForDependencies" || hcp.Status.Ready {
+			return fmt.Errorf("before etcd runs: KubeApiserverAvailable=%+v ready=%v", c, hcp.Status.Ready)
 		}
 		return nil
 	})
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: kubeapiserver.Name}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the kube-apiserver was applied before etcd was available (%v)", err)
+	}
 
-	for _, name := range render.ComponentNames {
-		rollOut(t, cp, name)
+	rollOutAll(t, cp)
+	apiService := &corev1.Service{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: kubeapiserver.Name}, apiService); err != nil {
+		t.Fatal(err)
 	}
 	testutil.Eventually(t, 30*time.Second, func() error {
 		hcp, err := getHCP(t, cp)
 		if err != nil {
 			return err
 		}
-		for _, name := range render.ComponentNames {
-			c := meta.FindStatusCondition(hcp.Status.Conditions, hostedcontrolplane.ComponentAvailable(name))
+		for _, w := range workloads() {
+			c := meta.FindStatusCondition(hcp.Status.Conditions, hostedcontrolplane.ComponentAvailable(w.GetName()))
 			if c == nil || c.Status != "True" {
-				return fmt.Errorf("%s: %+v", name, c)
+				return fmt.Errorf("%s: %+v", w.GetName(), c)
 			}
 		}
 		if !hcp.Status.Ready || hcp.Status.Version != "4.17.0" || hcp.Status.ReleaseImage != cp.releaseImage {
 			return fmt.Errorf("ready=%v version=%q releaseImage=%q", hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage)
 		}
-		if c := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.Available); c == nil || c.Status != "True" {
+		want := &hyperv1.APIEndpoint{Host: apiService.Spec.ClusterIP, Port: kubeapiserver.Port}
+		if diff := cmp.Diff(want, hcp.Status.ControlPlaneEndpoint); diff != "" {
+			return fmt.Errorf("controlPlaneEndpoint (-want +got):\n%s", diff)
+		}
+		if hcp.Status.KubeConfig == nil || hcp.Status.KubeConfig.Name != pki.AdminKubeconfigSecret {
+			return fmt.Errorf("kubeConfig = %+v", hcp.Status.KubeConfig)
+		}
+		// Nothing answers at a ClusterIP in the test control plane.
+		if c := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.Available); c == nil || c.Status != "False" || c.Reason != "KubeAPIServerNotReady" {
 			return fmt.Errorf("Available: %+v", c)
 		}
 		return nil
@@ -105,13 +150,18 @@ func TestStatusAndTeardown(t *testing.T) {
 		}
 		return nil
 	})
-	for _, name := range render.ComponentNames {
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
-			t.Errorf("deployment %s outlived its HostedControlPlane (%v)", name, err)
+	for _, w := range workloads() {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: w.GetName()}, w); !apierrors.IsNotFound(err) {
+			t.Errorf("%s outlived its HostedControlPlane (%v)", w.GetName(), err)
 		}
 	}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: render.KubeAPIServer}, &corev1.Service{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the kube-apiserver Service outlived its HostedControlPlane (%v)", err)
+	for _, name := range []string{kubeapiserver.Name, etcd.ClientServiceName} {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the %s Service outlived its HostedControlPlane (%v)", name, err)
+		}
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: pki.RootCASecret}, &corev1.Secret{}); err != nil {
+		t.Errorf("the root CA went with the HostedControlPlane: it must stay for the namespace to take (%v)", err)
 	}
 }
 

@@ -12,48 +12,58 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 const margin = 3 * time.Second
 
-// awaitComponents waits until the Lease holder applied every component.
+// awaitComponents waits until the Lease holder applied what a control
+// plane gets before any of its pods runs: the Services, the PKI's Secrets
+// and etcd's StatefulSet (the other workloads wait for etcd).
 func awaitComponents(t *testing.T, cp *controlPlane) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		missing := ""
-		for _, name := range render.ComponentNames {
-			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, &appsv1.Deployment{}); err != nil {
-				missing = name
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for name, obj := range map[string]client.Object{
+			etcd.Name:          &appsv1.StatefulSet{},
+			kubeapiserver.Name: &corev1.Service{},
+			pki.RootCASecret:   &corev1.Secret{},
+		} {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, obj); err != nil {
+				return fmt.Errorf("%T %s: %w", obj, name, err)
 			}
 		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deployment %s was not applied within 30s", missing)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
-// toggle changes the HostedControlPlane so the leader must write again.
-func toggle(t *testing.T, cp *controlPlane, policy hyperv1.AvailabilityPolicy) {
+// toggle changes the HostedControlPlane so the leader must write again:
+// it flips the cluster annotation, which every rendered object carries.
+func toggle(t *testing.T, cp *controlPlane) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		hcp := &hyperv1.HostedControlPlane{}
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(cp.hcp), hcp); err != nil {
 			return err
 		}
-		hcp.Spec.ControllerAvailabilityPolicy = policy
+		value := "clusters/a"
+		if hcp.Annotations[hyperv1.ClusterAnnotation] == value {
+			value = "clusters/b"
+		}
+		if hcp.Annotations == nil {
+			hcp.Annotations = map[string]string{}
+		}
+		hcp.Annotations[hyperv1.ClusterAnnotation] = value
 		return env.Client.Update(t.Context(), hcp)
 	})
 	if err != nil {
@@ -74,10 +84,10 @@ func TestThreeReplicas(t *testing.T) {
 	awaitHolder(t, cp, 30*time.Second, pods...)
 	awaitComponents(t, cp)
 
-	samples, policies := 0, []hyperv1.AvailabilityPolicy{hyperv1.HighlyAvailable, hyperv1.SingleReplica}
+	samples := 0
 	for i := range 40 {
 		if i%10 == 0 {
-			toggle(t, cp, policies[(i/10)%2])
+			toggle(t, cp)
 		}
 		h := holder(t, cp)
 		found := false
@@ -147,7 +157,7 @@ func TestCrashTakeover(t *testing.T) {
 	killed := time.Now()
 	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
 	t.Logf("takeover took %s", time.Since(killed))
-	toggle(t, cp, hyperv1.HighlyAvailable)
+	toggle(t, cp)
 	time.Sleep(2 * time.Second)
 	for _, w := range successfulWrites(t, cp.namespace, a.user) {
 		if w.at.After(killed) {
@@ -291,7 +301,7 @@ func TestStalledConnection(t *testing.T) {
 	}
 	awaitHolder(t, cp, leaseDuration+margin, b.pod)
 	t.Logf("the stalled leader exited after %s; the standby led after %s", a.exitedAt.Sub(stalled).Round(time.Millisecond), time.Since(stalled).Round(time.Millisecond))
-	toggle(t, cp, hyperv1.HighlyAvailable)
+	toggle(t, cp)
 	proxy.Resume()
 	time.Sleep(2 * time.Second)
 

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 )
 
 func scrape(t *testing.T, addr string) string {
@@ -51,7 +52,7 @@ func TestVersionGuard(t *testing.T) {
 	metricsAddr := freeAddress(t)
 	stale := startCPO(t, cp, "cpo-stale", "quay.io/ocp/release:4.16.0", "--metrics-bind-address="+metricsAddr)
 	awaitHolder(t, cp, 30*time.Second, stale.pod)
-	toggle(t, cp, hyperv1.HighlyAvailable)
+	toggle(t, cp)
 	time.Sleep(3 * time.Second)
 
 	for _, w := range successfulWrites(t, cp.namespace, stale.user) {
@@ -59,9 +60,13 @@ func TestVersionGuard(t *testing.T) {
 			t.Errorf("the stale leader wrote: %v", w)
 		}
 	}
-	for _, name := range render.ComponentNames {
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
-			t.Errorf("deployment %s exists (%v)", name, err)
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}} {
+		name := etcd.Name
+		if _, ok := obj.(*corev1.Secret); ok {
+			name = pki.RootCASecret
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: name}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s exists (%v)", obj, name, err)
 		}
 	}
 	if !strings.Contains(stale.log(), "Not reconciling: this control-plane-operator was rolled out for another release") {
@@ -84,7 +89,7 @@ func TestStandbyServesAndWritesNothing(t *testing.T) {
 	awaitComponents(t, cp)
 	metricsAddr, healthAddr := freeAddress(t), freeAddress(t)
 	standby := startCPO(t, cp, "cpo-standby", cp.releaseImage, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
-	toggle(t, cp, hyperv1.HighlyAvailable)
+	toggle(t, cp)
 	time.Sleep(3 * time.Second)
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -128,7 +133,7 @@ func TestNegativeControls(t *testing.T) {
 		a := startCPO(t, cp, "cpo-a", cp.releaseImage, "--leader-elect=false")
 		b := startCPO(t, cp, "cpo-b", cp.releaseImage, "--leader-elect=false")
 		awaitComponents(t, cp)
-		toggle(t, cp, hyperv1.HighlyAvailable)
+		toggle(t, cp)
 		time.Sleep(2 * time.Second)
 		v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user))
 		if len(v) == 0 {

@@ -12,14 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -125,16 +121,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	opts := ctrl.Options{
 		Scheme: scheme,
-		// The CPO sees only its own namespace, and of the HostedControlPlanes
-		// in it only its own.
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{o.Namespace: {}},
-			ByObject: map[client.Object]cache.ByObject{
-				&hyperv1.HostedControlPlane{}: {Field: fields.OneTermEqualSelector("metadata.name", o.HostedControlPlane)},
-			},
-		},
-		// The pull secret is read by name: the Role grants no list or watch.
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		// The CPO sees only its own namespace, of the HostedControlPlanes in
+		// it only its own, and of its Secrets only those it renders; the
+		// pull secret is read by name past the cache.
+		Cache:                  hostedcontrolplane.CacheOptions(o.Namespace, o.HostedControlPlane),
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
@@ -155,6 +145,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		APIReader:             mgr.GetAPIReader(),
 		Releases:              releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
 		OperateOnReleaseImage: o.OperateOnReleaseImage,
+		Recorder:              mgr.GetEventRecorder(hostedcontrolplane.FieldOwner),
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the HostedControlPlane controller: %w", err)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
@@ -26,7 +26,7 @@ func TestTamperedComponentsAreRepaired(t *testing.T) {
 	awaitComponents(t, cp)
 	time.Sleep(time.Second)
 
-	inComponent := client.HasLabels{render.ComponentLabel}
+	inComponent := client.HasLabels{component.ComponentLabel}
 	deployments := &appsv1.DeploymentList{}
 	services := &corev1.ServiceList{}
 	for _, list := range []client.ObjectList{deployments, services} {

@@ -212,7 +212,10 @@ func TestTwoOperators(t *testing.T) {
 			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hc), current); err != nil {
 				return err
 			}
-			current.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
+			if current.Annotations == nil {
+				current.Annotations = map[string]string{}
+			}
+			current.Annotations[hyperv1.ControlPlaneOperatorImageAnnotation] = "registry.example/control-plane-operator:next"
 			return env.Client.Update(t.Context(), current)
 		})
 		if err != nil {
@@ -223,8 +226,8 @@ func TestTwoOperators(t *testing.T) {
 			if err := env.Client.Get(t.Context(), deployment, d); err != nil {
 				return err
 			}
-			if *d.Spec.Replicas != 2 {
-				return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+			if image := d.Spec.Template.Spec.Containers[0].Image; image != "registry.example/control-plane-operator:next" {
+				return fmt.Errorf("image %s", image)
 			}
 			return nil
 		})

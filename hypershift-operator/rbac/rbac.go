@@ -22,20 +22,25 @@ var (
 
 // ControlPlaneOperatorRules are the permissions of a control-plane-operator in
 // its control-plane namespace: its Lease (create cannot be limited by name;
-// get, update, and list and watch with a metadata.name field selector are), the Deployments and Services of the hosted control
-// plane, its HostedControlPlane and that object's status and finalizers,
-// events, and the pull secret the HO copies next to it.
+// get, update, and list and watch with a metadata.name field selector are),
+// the hosted control plane's Deployments, StatefulSet, PodDisruptionBudgets,
+// Services and Secrets (its PKI, and the pull secret the HO copies next to
+// it), its HostedControlPlane and that object's status and finalizers, and
+// events.
 func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: readWrite},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: readWrite},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readWrite},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
+		// The hosted control plane's PKI (watched, so a deleted Secret comes
+		// back; never deleted by the CPO: keys and the CA hold data).
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{PullSecretName}},
 	}
 }
 

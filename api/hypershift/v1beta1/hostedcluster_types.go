@@ -17,10 +17,12 @@ type HostedClusterSpec struct {
 	Release Release `json:"release"`
 
 	// controllerAvailabilityPolicy says how many replicas the control plane's
-	// components, the control-plane-operator among them, run with.
+	// components, the control-plane-operator among them, run with. It cannot
+	// be changed after creation: etcd's membership does not change.
 	//
 	// +optional
 	// +kubebuilder:default=SingleReplica
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="controllerAvailabilityPolicy is immutable"
 	ControllerAvailabilityPolicy AvailabilityPolicy `json:"controllerAvailabilityPolicy,omitempty"`
 
 	// platform is the infrastructure the hosted cluster runs on.
@@ -33,6 +35,16 @@ type HostedClusterSpec struct {
 	// +optional
 	// +kubebuilder:default={clusterNetwork: {{cidr: "10.132.0.0/14"}}, serviceNetwork: {{cidr: "172.31.0.0/16"}}}
 	Networking ClusterNetworking `json:"networking,omitempty"`
+
+	// services says how the control plane's services are published to the
+	// hosted cluster's users, one entry per service. Without an APIServer
+	// entry, the kube-apiserver is reached on its Service's ClusterIP only.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=service
+	// +kubebuilder:validation:MaxItems=6
+	Services []ServicePublishingStrategyMapping `json:"services,omitempty"`
 
 	// pullSecret names a Secret of type kubernetes.io/dockerconfigjson, in the
 	// HostedCluster's namespace, used to pull the release payload and the
@@ -96,6 +108,19 @@ type HostedClusterStatus struct {
 	//
 	// +optional
 	Version *ClusterVersionStatus `json:"version,omitempty"`
+
+	// controlPlaneEndpoint is where clients reach the hosted kube-apiserver,
+	// once it is published.
+	//
+	// +optional
+	ControlPlaneEndpoint *APIEndpoint `json:"controlPlaneEndpoint,omitempty"`
+
+	// kubeconfig names the Secret, in the HostedCluster's namespace, whose
+	// "kubeconfig" key holds an administrator's kubeconfig of the hosted
+	// cluster.
+	//
+	// +optional
+	KubeConfig *LocalObjectReference `json:"kubeconfig,omitempty"`
 
 	// controlPlaneOperator shows which control-plane-operator pod holds the
 	// control plane's Lease. It changes only when leadership changes, never

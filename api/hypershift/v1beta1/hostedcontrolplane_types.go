@@ -18,10 +18,12 @@ type HostedControlPlaneSpec struct {
 	ReleaseImage string `json:"releaseImage"`
 
 	// controllerAvailabilityPolicy says how many replicas the control plane's
-	// components run with.
+	// components run with. It cannot be changed after creation: etcd's
+	// membership does not change.
 	//
 	// +optional
 	// +kubebuilder:default=SingleReplica
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="controllerAvailabilityPolicy is immutable"
 	ControllerAvailabilityPolicy AvailabilityPolicy `json:"controllerAvailabilityPolicy,omitempty"`
 
 	// platform is the infrastructure the hosted cluster runs on.
@@ -34,6 +36,15 @@ type HostedControlPlaneSpec struct {
 	// +optional
 	// +kubebuilder:default={clusterNetwork: {{cidr: "10.132.0.0/14"}}, serviceNetwork: {{cidr: "172.31.0.0/16"}}}
 	Networking ClusterNetworking `json:"networking,omitempty"`
+
+	// services is a copy of the HostedCluster's services: how the control
+	// plane's services are published.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=service
+	// +kubebuilder:validation:MaxItems=6
+	Services []ServicePublishingStrategyMapping `json:"services,omitempty"`
 
 	// pullSecret names the Secret, in the control-plane namespace, used to pull
 	// the control plane's images.
@@ -101,6 +112,18 @@ type HostedControlPlaneStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	ReleaseImage string `json:"releaseImage,omitempty"`
+
+	// controlPlaneEndpoint is where clients reach the hosted kube-apiserver,
+	// once it is published.
+	//
+	// +optional
+	ControlPlaneEndpoint *APIEndpoint `json:"controlPlaneEndpoint,omitempty"`
+
+	// kubeConfig names the Secret, in the control-plane namespace, and its
+	// key, that hold an administrator's kubeconfig of the hosted cluster.
+	//
+	// +optional
+	KubeConfig *KubeconfigSecretRef `json:"kubeConfig,omitempty"`
 
 	// observedGeneration is the generation the control-plane-operator last
 	// reconciled.

@@ -67,6 +67,9 @@ const (
 	ReconciliationActive = "ReconciliationActive"
 	// ReconciliationSucceeded is False when the last reconcile failed.
 	ReconciliationSucceeded = "ReconciliationSucceeded"
+	// ValidPKI is False when the control plane's certificates and keys
+	// cannot be kept or issued, for example when a CA Secret does not parse.
+	ValidPKI = "ValidPKI"
 )
 
 // ControlPlaneNamespace returns the name of the namespace that holds the

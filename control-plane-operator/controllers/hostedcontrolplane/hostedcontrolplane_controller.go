@@ -1,9 +1,16 @@
 // Package hostedcontrolplane is the control-plane-operator's
-// HostedControlPlane controller: it applies the hosted control plane's
-// components, reports their availability in status, and removes them before
-// it lets the HostedControlPlane go. It runs only on the replica that holds
-// the Lease, and writes nothing when the HostedControlPlane asks for a
-// release other than the one this operator was rolled out for.
+// HostedControlPlane controller. Each pass runs phases in order: it reads
+// the release payload, applies the components' Services, keeps the PKI's
+// Secrets (issuing and re-issuing certificates, with an event for each
+// write), applies the components' workloads in dependency order, and asks
+// the kube-apiserver at its published endpoint whether it is ready. Status
+// is computed once, when the pass ends, from what the phases found. On
+// delete it removes the components, never their data, before it lets the
+// HostedControlPlane go.
+//
+// It runs only on the replica that holds the Lease, and writes nothing
+// when the HostedControlPlane asks for a release other than the one this
+// operator was rolled out for.
 package hostedcontrolplane
 
 import (
@@ -12,19 +19,19 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/upsert"
 )
@@ -37,8 +44,18 @@ const (
 	// PullSecretName is the pull secret the hypershift-operator copies into
 	// the control-plane namespace.
 	PullSecretName = "pull-secret"
+	// PKIComponent is the component label value of the PKI's Secrets.
+	PKIComponent = "pki"
 
-	componentPoll = 10 * time.Second
+	// notReadyPoll is how often a control plane that is not ready is
+	// looked at again, beside the watches.
+	notReadyPoll = 10 * time.Second
+	// readyPoll is how often a ready control plane's kube-apiserver is
+	// asked again whether it is ready.
+	readyPoll = time.Minute
+	// addressPoll is how soon a pass that waits for a Service's address
+	// runs again.
+	addressPoll = time.Second
 )
 
 // Reconciler reconciles one HostedControlPlane: the one it was rendered for.
@@ -48,18 +65,63 @@ type Reconciler struct {
 	Name string
 	// Client reads from the namespace-scoped cache and writes.
 	Client client.Client
-	// APIReader reads the pull secret past the cache.
+	// APIReader reads past the cache: the pull secret, and a Secret the
+	// cache does not show before anything is issued in its place.
 	APIReader client.Reader
 	// Releases resolves the release payload.
 	Releases releaseinfo.Provider
 	// OperateOnReleaseImage is the release this CPO was rolled out for
 	// ($OPERATE_ON_RELEASE_IMAGE); empty turns the guard off.
 	OperateOnReleaseImage string
+	// Recorder emits events on the HostedControlPlane.
+	Recorder events.EventRecorder
 	// Clock is the time source; tests may replace it.
 	Clock clock.PassiveClock
+	// Components are the control plane's components; nil means
+	// components.All().
+	Components []component.Component
+	// Ready asks the kube-apiserver at url whether it is ready, trusting
+	// caPEM; nil means kubeapiserver.Ready.
+	Ready func(ctx context.Context, url string, caPEM []byte) error
 }
 
-// Reconcile brings the components in line with the HostedControlPlane.
+// scope is what one pass over one HostedControlPlane found and decided.
+// Phases fill it; the status is computed from it when the pass ends.
+type scope struct {
+	hcp      *hyperv1.HostedControlPlane
+	original *hyperv1.HostedControlPlane
+	// components are the control plane's components in dependency order.
+	components []component.Component
+	// release is the payload, once read.
+	release *releaseinfo.ReleaseImage
+	// releaseErr is why the payload cannot be used.
+	releaseErr error
+	// clusterIPs are the live Services' ClusterIPs, by name.
+	clusterIPs map[string]string
+	// endpoint is where clients reach the kube-apiserver, once known;
+	// endpointWhy says why it is not known.
+	endpoint    *hyperv1.APIEndpoint
+	endpointWhy string
+	// servicesDone is true once the Services were applied and read back.
+	servicesDone bool
+	// secrets are the PKI's Secrets by name, once kept or issued.
+	secrets map[string]*corev1.Secret
+	// renewAt is when a certificate falls due.
+	renewAt time.Time
+	// pkiErr is why the PKI cannot be kept.
+	pkiErr error
+	// configErr is why a component cannot render.
+	configErr error
+	// rendered is true once every component rendered.
+	rendered bool
+	// availability is each component's, by name, once judged.
+	availability map[string]component.Availability
+	// readyzErr is the kube-apiserver's answer, once asked.
+	readyzErr   error
+	readyzAsked bool
+}
+
+// Reconcile brings the control plane in line with the HostedControlPlane.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	log := ctrl.LoggerFrom(ctx)
 	if req.Name != r.Name {
@@ -98,103 +160,81 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 	}
 
-	original := hcp.DeepCopy()
+	s := &scope{hcp: hcp, original: hcp.DeepCopy(), components: r.components()}
 	defer func() {
-		if equality.Semantic.DeepEqual(original.Status, hcp.Status) {
-			return
-		}
-		if err := r.Client.Status().Update(ctx, hcp); err != nil && !apierrors.IsNotFound(err) {
-			reterr = errors.Join(reterr, fmt.Errorf("failed to update status: %w", err))
+		r.computeStatus(s)
+		if err := r.patchStatus(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
 		}
 	}()
-	result, err := r.reconcileNormal(ctx, hcp)
+	result, err := r.reconcileNormal(ctx, s)
 	if err != nil && isFenced(err) {
 		r.reportFenced(ctx, hcp.Namespace, err)
 	}
 	return result, err
 }
 
-func (r *Reconciler) reconcileNormal(ctx context.Context, hcp *hyperv1.HostedControlPlane) (ctrl.Result, error) {
-	release, err := r.release(ctx, hcp)
-	if err != nil {
-		setCondition(hcp, hyperv1.ValidReleaseImage, false, "ReleaseImageUnavailable", err.Error())
-		return ctrl.Result{}, err
+// reconcileNormal runs the phases in order; each may stop the pass.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcileRelease,
+		r.reconcileServices,
+		r.reconcilePKI,
+		r.reconcileComponents,
+		r.reconcileReadiness,
 	}
-	setCondition(hcp, hyperv1.ValidReleaseImage, true, "AsExpected", "Release image "+hcp.Spec.ReleaseImage+" is valid: version "+release.Version)
-
-	components, err := render.Components(render.Inputs{HostedControlPlane: hcp, Release: release})
-	if err != nil {
-		setCondition(hcp, hyperv1.ValidConfiguration, false, "InvalidConfiguration", err.Error())
-		return ctrl.Result{}, err
-	}
-	setCondition(hcp, hyperv1.ValidConfiguration, true, "AsExpected", "Configuration is valid")
-
-	apply := upsert.Applier{Client: r.Client, FieldOwner: FieldOwner}
-	for _, component := range components {
-		objects := []client.Object{component.Deployment}
-		if component.Service != nil {
-			objects = append(objects, component.Service)
-		}
-		for _, obj := range objects {
-			if _, err := apply.Apply(ctx, obj); err != nil {
-				return ctrl.Result{}, err
-			}
+	for _, phase := range phases {
+		result, err := phase(ctx, s)
+		if err != nil || !result.IsZero() {
+			return result, err
 		}
 	}
-	if err := r.setStatus(ctx, hcp, release, components); err != nil {
-		return ctrl.Result{}, err
-	}
-	if !hcp.Status.Ready {
-		return ctrl.Result{RequeueAfter: componentPoll}, nil
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.nextLook(s)}, nil
 }
 
-// release reads the payload with the pull secret the HO copied next to us.
-func (r *Reconciler) release(ctx context.Context, hcp *hyperv1.HostedControlPlane) (*releaseinfo.ReleaseImage, error) {
-	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: hcp.Namespace, Name: hcp.Spec.PullSecret.Name}
-	if err := r.APIReader.Get(ctx, key, secret); err != nil {
-		return nil, fmt.Errorf("failed to get pull secret %s: %w", key, err)
+// nextLook is when a pass that completed looks again: soon while the
+// control plane is not ready, every readyPoll once it is, and no later than
+// the next certificate renewal.
+func (r *Reconciler) nextLook(s *scope) time.Duration {
+	after := readyPoll
+	if ready, _ := s.ready(); !ready || s.readyzErr != nil {
+		after = notReadyPoll
 	}
-	release, err := r.Releases.Lookup(ctx, hcp.Spec.ReleaseImage, secret.Data[corev1.DockerConfigJsonKey])
-	if err != nil {
-		return nil, fmt.Errorf("failed to read release image %s: %w", hcp.Spec.ReleaseImage, err)
-	}
-	return release, nil
-}
-
-// reconcileDelete removes every component, waits until they are gone, and
-// then lets the HostedControlPlane go.
-func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hyperv1.HostedControlPlane) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(hcp, Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	remaining := 0
-	for _, name := range render.ComponentNames {
-		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-			obj.SetNamespace(hcp.Namespace)
-			obj.SetName(name)
-			err := r.Client.Delete(ctx, obj)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return ctrl.Result{}, fmt.Errorf("failed to delete %s %s: %w", name, fmt.Sprintf("%T", obj), err)
-			default:
-				remaining++
-			}
+	if !s.renewAt.IsZero() {
+		if untilRenewal := s.renewAt.Sub(r.now()); untilRenewal < after {
+			after = max(untilRenewal, time.Second)
 		}
 	}
-	if remaining > 0 {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+	return after
+}
+
+// patchStatus writes the status when, and only when, it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.original.Status, s.hcp.Status) {
+		return nil
 	}
-	patch := client.MergeFrom(hcp.DeepCopy())
-	controllerutil.RemoveFinalizer(hcp, Finalizer)
-	if err := r.Client.Patch(ctx, hcp, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer: %w", err)
+	if err := r.Client.Status().Update(ctx, s.hcp); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to update status: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Components removed; HostedControlPlane finalized")
-	return ctrl.Result{}, nil
+	return nil
+}
+
+func (r *Reconciler) applier() upsert.Applier {
+	return upsert.Applier{Client: r.Client, FieldOwner: FieldOwner}
+}
+
+func (r *Reconciler) components() []component.Component {
+	if r.Components == nil {
+		return components.All()
+	}
+	return r.Components
+}
+
+func (r *Reconciler) ready() func(context.Context, string, []byte) error {
+	if r.Ready == nil {
+		return kubeapiserver.Ready
+	}
+	return r.Ready
 }
 
 func (r *Reconciler) now() time.Time {
@@ -202,16 +242,4 @@ func (r *Reconciler) now() time.Time {
 		return time.Now()
 	}
 	return r.Clock.Now()
-}
-
-// SetupWithManager registers the controller. Controllers are leader-only
-// runnables: a standby starts none of them.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	byHostedControlPlane := handler.EnqueueRequestsFromMapFunc(r.hostedControlPlane)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("hostedcontrolplane").
-		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(r.isOwnHostedControlPlane())).
-		Watches(&appsv1.Deployment{}, byHostedControlPlane, builder.WithPredicates(isComponent)).
-		Watches(&corev1.Service{}, byHostedControlPlane, builder.WithPredicates(isComponent)).
-		Complete(r)
 }

@@ -3,21 +3,57 @@ package hostedcontrolplane
 import (
 	"context"
 
-	"github.com/hypershift-le/hypershift/control-plane-operator/render"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
 // isComponent passes events of the objects the CPO renders.
 var isComponent = predicate.NewPredicateFuncs(func(obj client.Object) bool {
-	_, ok := obj.GetLabels()[render.ComponentLabel]
-	return ok
+	return componentSelector.Matches(labels.Set(obj.GetLabels()))
 })
 
-// hostedControlPlane maps a component to the one HostedControlPlane this
-// operator was rendered for.
+// CacheOptions are the cache settings the controller needs in namespace:
+// of the HostedControlPlanes only the one named name, and only Secrets it
+// renders are cached (and watched); others, the pull secret among them, are
+// read past the cache.
+func CacheOptions(namespace, name string) cache.Options {
+	return cache.Options{
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&hyperv1.HostedControlPlane{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+			&corev1.Secret{}:              {Label: componentSelector},
+		},
+	}
+}
+
+// SetupWithManager registers the controller. Controllers are leader-only
+// runnables: a standby starts none of them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byHostedControlPlane := handler.EnqueueRequestsFromMapFunc(r.hostedControlPlane)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("hostedcontrolplane").
+		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(r.isOwnHostedControlPlane()))
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &corev1.Service{}, &corev1.Secret{}} {
+		b = b.Watches(obj, byHostedControlPlane, builder.WithPredicates(isComponent))
+	}
+	return b.Complete(r)
+}
+
+// hostedControlPlane maps a component object to the one HostedControlPlane
+// this operator was rendered for.
 func (r *Reconciler) hostedControlPlane(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: r.Name}}}
 }

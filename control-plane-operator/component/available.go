@@ -1,0 +1,59 @@
+package component
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Availability is the judgement of one component's readiness.
+type Availability struct {
+	// Available is true once the workload's rollout is complete.
+	Available bool
+	// Reason is a CamelCase word for the condition.
+	Reason string
+	// Message is stable text for the condition.
+	Message string
+}
+
+// Available judges a component from its live workload (nil when it does
+// not exist): available once its controller has observed the latest spec
+// and every desired replica runs it and is available.
+func Available(live client.Object) Availability {
+	switch w := live.(type) {
+	case *appsv1.Deployment:
+		if w == nil {
+			return notFound
+		}
+		return rollout(w.Generation, w.Status.ObservedGeneration, replicas(w.Spec.Replicas),
+			w.Status.UpdatedReplicas, w.Status.AvailableReplicas, true)
+	case *appsv1.StatefulSet:
+		if w == nil {
+			return notFound
+		}
+		current := w.Status.UpdateRevision == "" || w.Status.CurrentRevision == w.Status.UpdateRevision
+		return rollout(w.Generation, w.Status.ObservedGeneration, replicas(w.Spec.Replicas),
+			w.Status.UpdatedReplicas, w.Status.AvailableReplicas, current)
+	}
+	return notFound
+}
+
+var notFound = Availability{Reason: "WorkloadNotFound", Message: "The workload does not exist yet"}
+
+func rollout(generation, observed int64, want, updated, available int32, current bool) Availability {
+	switch {
+	case observed < generation:
+		return Availability{Reason: "RollingOut", Message: "The workload's controller has not observed the latest spec yet"}
+	case updated < want || !current:
+		return Availability{Reason: "RollingOut", Message: "Not every replica runs the latest spec yet"}
+	case available < want:
+		return Availability{Reason: "ReplicasUnavailable", Message: "Not every replica is available yet"}
+	}
+	return Availability{Available: true, Reason: "AsExpected", Message: "Every replica is available"}
+}
+
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}

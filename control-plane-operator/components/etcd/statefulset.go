@@ -1,0 +1,134 @@
+package etcd
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/podspec"
+)
+
+// Where etcd finds its data and certificates.
+const (
+	dataVolume = "data"
+	dataMount  = "/var/lib/etcd"
+	dataDir    = dataMount + "/data"
+	serverTLS  = "/etc/etcd/tls/server"
+	peerTLS    = "/etc/etcd/tls/peer"
+	// DataSize is the size each member's claim asks for.
+	DataSize = "8Gi"
+)
+
+// Workload implements component.Component: the StatefulSet and, with
+// several members, a PodDisruptionBudget that keeps a quorum.
+func (Component) Workload(in component.Inputs) (*component.Workload, error) {
+	hcp := in.HostedControlPlane
+	image, err := in.Image(Name, ImageTag)
+	if err != nil {
+		return nil, err
+	}
+	members := Members(hcp)
+	aliases := make([]corev1.HostAlias, 0, len(members))
+	for _, member := range members {
+		ip, err := in.ClusterIP(member)
+		if err != nil {
+			return nil, err
+		}
+		aliases = append(aliases, corev1.HostAlias{IP: ip, Hostnames: []string{member}})
+	}
+	container := component.Container(Name, image, []string{"/usr/bin/etcd"}, args(hcp.Namespace, members), "100m", "512Mi")
+	container.Ports = []corev1.ContainerPort{
+		component.TCPPort("client", ClientPort), component.TCPPort("peer", PeerPort), component.TCPPort("metrics", MetricsPort),
+	}
+	container.LivenessProbe = podspec.HTTPProbe("/livez", "metrics", corev1.URISchemeHTTP, 30, 10, 5)
+	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "metrics", corev1.URISchemeHTTP, 5, 10, 3)
+	container.VolumeMounts = []corev1.VolumeMount{
+		{Name: dataVolume, MountPath: dataMount},
+		component.Mount("server-tls", serverTLS),
+		component.Mount("peer-tls", peerTLS),
+	}
+	pod := component.PodSpec(hcp, container,
+		component.SecretVolume("server-tls", pki.EtcdServerSecret),
+		component.SecretVolume("peer-tls", pki.EtcdPeerSecret))
+	pod.HostAliases = aliases
+
+	set := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
+		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(int32(len(members))),
+			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
+			// Every member must start to reach a quorum: none is ready alone.
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: in.PodTemplateMeta(Name, pki.EtcdServerSecret, pki.EtcdPeerSecret),
+				Spec:       pod,
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: component.Labels(Name)},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(DataSize)}},
+					VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
+				},
+			}},
+		},
+	}
+	workload := &component.Workload{Object: set}
+	if len(members) > 1 {
+		workload.Extras = []client.Object{disruptionBudget(in, len(members))}
+	}
+	return workload, nil
+}
+
+// args is etcd's command line: TLS with client certificates for clients
+// and peers, listening on the pod's address only.
+func args(namespace string, members []string) []string {
+	podIP, podName := "$("+component.PodIPEnv+")", "$("+component.PodNameEnv+")"
+	return []string{
+		"--name=" + podName,
+		"--data-dir=" + dataDir,
+		fmt.Sprintf("--listen-client-urls=https://%s:%d", podIP, ClientPort),
+		fmt.Sprintf("--advertise-client-urls=https://%s:%d", podIP, ClientPort),
+		fmt.Sprintf("--listen-peer-urls=https://%s:%d", podIP, PeerPort),
+		"--initial-advertise-peer-urls=" + peerURL(podName),
+		"--initial-cluster=" + initialCluster(members),
+		"--initial-cluster-state=new",
+		"--initial-cluster-token=" + namespace,
+		fmt.Sprintf("--listen-metrics-urls=http://%s:%d", podIP, MetricsPort),
+		"--client-cert-auth=true",
+		"--trusted-ca-file=" + serverTLS + "/" + pki.CACertKey,
+		"--cert-file=" + serverTLS + "/" + pki.TLSCertKey,
+		"--key-file=" + serverTLS + "/" + pki.TLSKeyKey,
+		"--peer-client-cert-auth=true",
+		"--peer-trusted-ca-file=" + peerTLS + "/" + pki.CACertKey,
+		"--peer-cert-file=" + peerTLS + "/" + pki.TLSCertKey,
+		"--peer-key-file=" + peerTLS + "/" + pki.TLSKeyKey,
+	}
+}
+
+// disruptionBudget keeps a quorum through voluntary disruptions.
+func disruptionBudget(in component.Inputs, members int) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
+		ObjectMeta: component.ObjectMeta(in.HostedControlPlane, Name, Name),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(int32(members/2 + 1))),
+			Selector:     &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
+		},
+	}
+}

@@ -1,0 +1,112 @@
+package kubeapiserver
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/podspec"
+)
+
+// Where the kube-apiserver finds its certificates and keys.
+const (
+	servingDir        = "/etc/kubernetes/certs/server"
+	clientCADir       = "/etc/kubernetes/certs/client-ca"
+	etcdClientDir     = "/etc/kubernetes/certs/etcd-client"
+	serviceAccountDir = "/etc/kubernetes/secrets/service-account"
+
+	// ServiceAccountIssuer is the issuer of the hosted cluster's
+	// service-account tokens.
+	ServiceAccountIssuer = "https://kubernetes.default.svc"
+)
+
+// Workload implements component.Component.
+func (Component) Workload(in component.Inputs) (*component.Workload, error) {
+	hcp := in.HostedControlPlane
+	image, err := in.Image(Name, ImageTag)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL, err := etcd.ClientURL(in)
+	if err != nil {
+		return nil, err
+	}
+	container := component.Container(Name, image, []string{"/usr/bin/kube-apiserver"}, args(in, etcdURL), "200m", "1Gi")
+	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
+	container.LivenessProbe = podspec.HTTPProbe("/livez", "https", corev1.URISchemeHTTPS, 30, 10, 6)
+	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "https", corev1.URISchemeHTTPS, 5, 5, 3)
+	container.VolumeMounts = []corev1.VolumeMount{
+		component.Mount("serving-cert", servingDir),
+		component.Mount("client-ca", clientCADir),
+		component.Mount("etcd-client", etcdClientDir),
+		component.Mount("service-account-key", serviceAccountDir),
+	}
+	pod := component.PodSpec(hcp, container,
+		component.SecretVolume("serving-cert", pki.KubeAPIServerSecret),
+		component.SecretVolume("client-ca", pki.RootCASecret, pki.CACertKey),
+		component.SecretVolume("etcd-client", pki.EtcdClientSecret),
+		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret))
+
+	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
+	return &component.Workload{Object: &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
+			Strategy: strategy(replicas),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret),
+				Spec:       pod,
+			},
+		},
+	}}, nil
+}
+
+// strategy: with one replica, the new pod is ready before the old one
+// goes, so the API keeps serving; with several, one goes before a new one
+// comes, so the rollout needs no room beyond the replicas.
+func strategy(replicas int32) appsv1.DeploymentStrategy {
+	s := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	if replicas > 1 {
+		s.RollingUpdate = &appsv1.RollingUpdateDeployment{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			MaxSurge:       ptr.To(intstr.FromInt32(0)),
+		}
+	}
+	return s
+}
+
+// args is the kube-apiserver's command line.
+func args(in component.Inputs, etcdURL string) []string {
+	hcp := in.HostedControlPlane
+	podIP := "$(" + component.PodIPEnv + ")"
+	a := []string{
+		"--advertise-address=" + podIP,
+		"--bind-address=" + podIP,
+		fmt.Sprintf("--secure-port=%d", Port),
+		"--tls-cert-file=" + servingDir + "/" + pki.TLSCertKey,
+		"--tls-private-key-file=" + servingDir + "/" + pki.TLSKeyKey,
+		"--client-ca-file=" + clientCADir + "/" + pki.CACertKey,
+		"--etcd-servers=" + etcdURL,
+		"--etcd-cafile=" + etcdClientDir + "/" + pki.CACertKey,
+		"--etcd-certfile=" + etcdClientDir + "/" + pki.TLSCertKey,
+		"--etcd-keyfile=" + etcdClientDir + "/" + pki.TLSKeyKey,
+		"--service-account-issuer=" + ServiceAccountIssuer,
+		"--service-account-key-file=" + serviceAccountDir + "/" + pki.ServiceAccountPublicKeyKey,
+		"--service-account-signing-key-file=" + serviceAccountDir + "/" + pki.ServiceAccountPrivateKeyKey,
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction,PodSecurity",
+		"--allow-privileged=true",
+		"--anonymous-auth=true",
+	}
+	a = append(a, component.Flag("service-cluster-ip-range", component.ServiceNetwork(hcp))...)
+	return append(a, component.Flag("feature-gates", component.FeatureGates(hcp))...)
+}

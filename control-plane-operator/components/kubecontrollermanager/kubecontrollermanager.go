@@ -1,0 +1,108 @@
+// Package kubecontrollermanager is the hosted cluster's
+// kube-controller-manager: a Deployment of one replica (SingleReplica) or
+// two that elect a leader (HighlyAvailable), reaching the kube-apiserver
+// with its own kubeconfig, signing the hosted cluster's certificate
+// requests with the root CA and its service-account tokens with the
+// service-account key.
+package kubecontrollermanager
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/podspec"
+)
+
+const (
+	// Name names the component and its Deployment.
+	Name = "kube-controller-manager"
+	// ImageTag is the release payload tag of its image.
+	ImageTag = "hyperkube"
+	// Port serves /healthz.
+	Port = 10257
+
+	kubeconfigDir     = "/etc/kubernetes/kubeconfig"
+	signerDir         = "/etc/kubernetes/certs/cluster-signer"
+	serviceAccountDir = "/etc/kubernetes/secrets/service-account"
+
+	highlyAvailableReplicas = 2
+)
+
+// Component is the kube-controller-manager.
+type Component struct{}
+
+var _ component.Component = Component{}
+
+// Name implements component.Component.
+func (Component) Name() string { return Name }
+
+// DependsOn implements component.Component: it works through the
+// kube-apiserver.
+func (Component) DependsOn() []string { return []string{kubeapiserver.Name} }
+
+// Services implements component.Component: it serves nothing to others.
+func (Component) Services(*hyperv1.HostedControlPlane) []*corev1.Service { return nil }
+
+// Workload implements component.Component.
+func (Component) Workload(in component.Inputs) (*component.Workload, error) {
+	hcp := in.HostedControlPlane
+	image, err := in.Image(Name, ImageTag)
+	if err != nil {
+		return nil, err
+	}
+	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
+	container := component.Container(Name, image, []string{"/usr/bin/kube-controller-manager"}, args(hcp, replicas), "100m", "256Mi")
+	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
+	container.LivenessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 30, 10, 5)
+	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 5, 10, 3)
+	container.VolumeMounts = []corev1.VolumeMount{
+		component.Mount("kubeconfig", kubeconfigDir),
+		component.Mount("cluster-signer", signerDir),
+		component.Mount("service-account-key", serviceAccountDir),
+	}
+	pod := component.PodSpec(hcp, container,
+		component.SecretVolume("kubeconfig", pki.KubeControllerManagerKubeconfigSecret),
+		component.SecretVolume("cluster-signer", pki.RootCASecret),
+		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret, pki.ServiceAccountPrivateKeyKey))
+	return &component.Workload{Object: &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
+			Strategy: component.ControllerStrategy(replicas),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeControllerManagerKubeconfigSecret, pki.RootCASecret, pki.ServiceAccountKeySecret),
+				Spec:       pod,
+			},
+		},
+	}}, nil
+}
+
+// args is kube-controller-manager's command line.
+func args(hcp *hyperv1.HostedControlPlane, replicas int32) []string {
+	kubeconfig := kubeconfigDir + "/" + pki.KubeconfigKey
+	a := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+	}
+	a = append(a, component.SecurePort(Port)...)
+	a = append(a,
+		"--use-service-account-credentials=true",
+		"--root-ca-file="+signerDir+"/"+pki.CACertKey,
+		"--cluster-signing-cert-file="+signerDir+"/"+pki.CACertKey,
+		"--cluster-signing-key-file="+signerDir+"/"+pki.CAKeyKey,
+		"--service-account-private-key-file="+serviceAccountDir+"/"+pki.ServiceAccountPrivateKeyKey,
+	)
+	a = append(a, component.LeaderElection(replicas)...)
+	a = append(a, component.Flag("cluster-cidr", component.ClusterNetwork(hcp))...)
+	a = append(a, component.Flag("service-cluster-ip-range", component.ServiceNetwork(hcp))...)
+	return append(a, component.Flag("feature-gates", component.FeatureGates(hcp))...)
+}

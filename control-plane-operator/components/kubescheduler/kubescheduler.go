@@ -1,0 +1,84 @@
+// Package kubescheduler is the hosted cluster's kube-scheduler: a
+// Deployment of one replica (SingleReplica) or two that elect a leader
+// (HighlyAvailable), reaching the kube-apiserver with its own kubeconfig.
+package kubescheduler
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/podspec"
+)
+
+const (
+	// Name names the component and its Deployment.
+	Name = "kube-scheduler"
+	// ImageTag is the release payload tag of its image.
+	ImageTag = "hyperkube"
+	// Port serves /healthz.
+	Port = 10259
+
+	kubeconfigDir = "/etc/kubernetes/kubeconfig"
+
+	highlyAvailableReplicas = 2
+)
+
+// Component is the kube-scheduler.
+type Component struct{}
+
+var _ component.Component = Component{}
+
+// Name implements component.Component.
+func (Component) Name() string { return Name }
+
+// DependsOn implements component.Component: it works through the
+// kube-apiserver.
+func (Component) DependsOn() []string { return []string{kubeapiserver.Name} }
+
+// Services implements component.Component: it serves nothing to others.
+func (Component) Services(*hyperv1.HostedControlPlane) []*corev1.Service { return nil }
+
+// Workload implements component.Component.
+func (Component) Workload(in component.Inputs) (*component.Workload, error) {
+	hcp := in.HostedControlPlane
+	image, err := in.Image(Name, ImageTag)
+	if err != nil {
+		return nil, err
+	}
+	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
+	kubeconfig := kubeconfigDir + "/" + pki.KubeconfigKey
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+	}
+	args = append(args, component.SecurePort(Port)...)
+	args = append(args, component.LeaderElection(replicas)...)
+	args = append(args, component.Flag("feature-gates", component.FeatureGates(hcp))...)
+
+	container := component.Container(Name, image, []string{"/usr/bin/kube-scheduler"}, args, "25m", "128Mi")
+	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
+	container.LivenessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 30, 10, 5)
+	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 5, 10, 3)
+	container.VolumeMounts = []corev1.VolumeMount{component.Mount("kubeconfig", kubeconfigDir)}
+	pod := component.PodSpec(hcp, container, component.SecretVolume("kubeconfig", pki.KubeSchedulerKubeconfigSecret))
+	return &component.Workload{Object: &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
+			Strategy: component.ControllerStrategy(replicas),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeSchedulerKubeconfigSecret),
+				Spec:       pod,
+			},
+		},
+	}}, nil
+}

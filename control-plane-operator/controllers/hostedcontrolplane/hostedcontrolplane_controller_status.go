@@ -1,0 +1,93 @@
+package hostedcontrolplane
+
+import (
+	"errors"
+	"strings"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/conditions"
+)
+
+// ComponentAvailable is the condition type of one component's availability,
+// e.g. KubeApiserverAvailable for kube-apiserver.
+func ComponentAvailable(name string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(name, "-") {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String() + "Available"
+}
+
+// computeStatus turns what the pass found into status. A condition about
+// something the pass did not get to keeps its last value.
+func (r *Reconciler) computeStatus(s *scope) {
+	hcp := s.hcp
+	set := func(conditionType string, ok bool, reason, message string) {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, conditionType, ok, reason, message)
+	}
+	var missingImage *component.MissingImageError
+	switch {
+	case s.releaseErr != nil && errors.As(s.releaseErr, &missingImage):
+		set(hyperv1.ValidReleaseImage, false, "MissingComponentImage", s.releaseErr.Error())
+	case s.releaseErr != nil:
+		set(hyperv1.ValidReleaseImage, false, "ReleaseImageUnavailable", s.releaseErr.Error())
+	case s.release != nil:
+		set(hyperv1.ValidReleaseImage, true, "AsExpected", "Release image "+hcp.Spec.ReleaseImage+" is valid: version "+s.release.Version)
+	}
+	switch {
+	case s.configErr != nil:
+		set(hyperv1.ValidConfiguration, false, "InvalidConfiguration", s.configErr.Error())
+	case s.rendered:
+		set(hyperv1.ValidConfiguration, true, "AsExpected", "Configuration is valid")
+	}
+	var caErr *pki.CAError
+	switch {
+	case s.pkiErr != nil && errors.As(s.pkiErr, &caErr):
+		set(hyperv1.ValidPKI, false, "UnusableCA", s.pkiErr.Error())
+	case s.pkiErr != nil:
+		set(hyperv1.ValidPKI, false, "PKIError", s.pkiErr.Error())
+	case s.secrets != nil:
+		set(hyperv1.ValidPKI, true, "AsExpected", "Every certificate and key is valid")
+	}
+	if s.servicesDone {
+		hcp.Status.ControlPlaneEndpoint = s.endpoint
+	}
+	if s.secrets[pki.AdminKubeconfigSecret] != nil {
+		hcp.Status.KubeConfig = &hyperv1.KubeconfigSecretRef{Name: pki.AdminKubeconfigSecret, Key: pki.KubeconfigKey}
+	}
+	if s.availability != nil {
+		r.computeAvailability(s, set)
+	}
+}
+
+// computeAvailability sets each component's condition, ready and the
+// version once every component runs the release, and Available once the
+// kube-apiserver also answers at its endpoint.
+func (r *Reconciler) computeAvailability(s *scope, set func(string, bool, string, string)) {
+	hcp := s.hcp
+	for _, c := range s.components {
+		a := s.availability[c.Name()]
+		set(ComponentAvailable(c.Name()), a.Available, a.Reason, a.Message)
+	}
+	hcp.Status.ObservedGeneration = hcp.Generation
+	ready, waiting := s.ready()
+	hcp.Status.Ready = ready
+	if ready {
+		hcp.Status.Version = s.release.Version
+		hcp.Status.ReleaseImage = hcp.Spec.ReleaseImage
+	}
+	switch {
+	case !ready:
+		set(hyperv1.Available, false, "ComponentsUnavailable", "Waiting for "+strings.Join(waiting, ", "))
+	case s.endpoint == nil:
+		set(hyperv1.Available, false, "EndpointUnknown", s.endpointWhy)
+	case !s.readyzAsked:
+	case s.readyzErr != nil:
+		set(hyperv1.Available, false, "KubeAPIServerNotReady", "The kube-apiserver does not answer /readyz at "+kubeapiserver.URL(s.endpoint))
+	default:
+		set(hyperv1.Available, true, "AsExpected", "The kube-apiserver answers /readyz at "+kubeapiserver.URL(s.endpoint))
+	}
+}

@@ -1,0 +1,74 @@
+package pki
+
+import "time"
+
+// Names of the Secrets in the control-plane namespace. They are contracts:
+// the components mount them by these names.
+const (
+	// RootCASecret holds the root CA (CAKey, CACertKey).
+	RootCASecret = "root-ca"
+	// EtcdSignerSecret holds the CA of etcd's certificates.
+	EtcdSignerSecret = "etcd-signer"
+	// EtcdServerSecret holds etcd's serving certificate.
+	EtcdServerSecret = "etcd-server-tls"
+	// EtcdPeerSecret holds the certificate etcd members present to each
+	// other, as servers and as clients.
+	EtcdPeerSecret = "etcd-peer-tls"
+	// EtcdClientSecret holds kube-apiserver's client certificate for etcd.
+	EtcdClientSecret = "etcd-client-tls"
+	// KubeAPIServerSecret holds kube-apiserver's serving certificate.
+	KubeAPIServerSecret = "kas-server-tls"
+	// ServiceAccountKeySecret holds the key pair that signs the hosted
+	// cluster's service-account tokens.
+	ServiceAccountKeySecret = "sa-signing-key"
+	// AdminKubeconfigSecret holds a system:masters kubeconfig that reaches
+	// the kube-apiserver at its published endpoint.
+	AdminKubeconfigSecret = "admin-kubeconfig"
+	// KubeControllerManagerKubeconfigSecret holds kube-controller-manager's
+	// kubeconfig.
+	KubeControllerManagerKubeconfigSecret = "kube-controller-manager-kubeconfig"
+	// KubeSchedulerKubeconfigSecret holds kube-scheduler's kubeconfig.
+	KubeSchedulerKubeconfigSecret = "kube-scheduler-kubeconfig"
+)
+
+// Keys of the Secrets' data.
+const (
+	// CACertKey holds a PEM CA certificate: in a CA Secret, its own; in a
+	// certificate Secret, the CA that signed it.
+	CACertKey = "ca.crt"
+	// CAKeyKey holds a CA's PEM private key.
+	CAKeyKey = "ca.key"
+	// TLSCertKey holds a PEM leaf certificate (corev1.TLSCertKey).
+	TLSCertKey = "tls.crt"
+	// TLSKeyKey holds a leaf certificate's PEM private key
+	// (corev1.TLSPrivateKeyKey).
+	TLSKeyKey = "tls.key"
+	// ServiceAccountPrivateKeyKey holds the service-account signing key.
+	ServiceAccountPrivateKeyKey = "service-account.key"
+	// ServiceAccountPublicKeyKey holds its public key.
+	ServiceAccountPublicKeyKey = "service-account.pub"
+	// KubeconfigKey holds a kubeconfig with its credentials inline.
+	KubeconfigKey = "kubeconfig"
+)
+
+// Lifetimes.
+const (
+	// CAValidity is how long a CA is valid.
+	CAValidity = 10 * 365 * 24 * time.Hour
+	// LeafValidity is how long a leaf certificate is valid. It is re-issued
+	// once two thirds of it have passed.
+	LeafValidity = 365 * 24 * time.Hour
+	// backdate is how far before now a certificate becomes valid, so that
+	// a clock slightly behind ours accepts it.
+	backdate = 5 * time.Minute
+)
+
+// CASecrets are the Secrets that hold a CA: never replaced once they exist.
+var CASecrets = []string{RootCASecret, EtcdSignerSecret}
+
+// Secrets are every Secret Plan may write, in the order it plans them.
+var Secrets = []string{
+	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
+	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,
+	KubeSchedulerKubeconfigSecret, AdminKubeconfigSecret,
+}
