@@ -22,7 +22,8 @@ func NewRunCommand() *cobra.Command {
 in --namespace, but only while it holds the Lease named by
 --leader-elect-resource-name; a standby serves health and metrics and writes nothing.
 Losing the Lease ends the process with a non-zero status; SIGTERM stops the
-controllers, waits for running reconciles, releases the Lease and exits 0.`,
+controllers, waits for running reconciles, releases the Lease and exits 0, or,
+when it finds that another pod took the Lease meanwhile, exits 1 naming it.`,
 		Example: `  control-plane-operator run --namespace=clusters-demo --leader-elect=true \
     --leader-elect-lease-duration=60s --leader-elect-renew-deadline=40s \
     --leader-elect-retry-period=15s --leader-elect-resource-name=control-plane-operator-leader-elect`,
@@ -42,7 +43,7 @@ controllers, waits for running reconciles, releases the Lease and exits 0.`,
 				log.Error(err, "Exiting: the control-plane-operator lost or could not hold its Lease, or failed to run")
 				os.Exit(1)
 			}
-			log.Info("Stopped: the Lease is released")
+			log.Info("Stopped")
 			return nil
 		},
 	}

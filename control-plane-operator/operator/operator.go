@@ -128,7 +128,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
-	mgr, elector, err := leaderelection.NewManager(restConfig, opts, leaderelection.Election{
+	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{
 		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: o.LeaderElectResourceName, Timings: o.Election,
 	}, ctrl.LoggerFrom(ctx))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -19,6 +20,8 @@ func DetectFencing(cfg *rest.Config, enabled bool) (hostedcluster.Fencing, error
 	if !enabled {
 		return f, nil
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 10 * time.Second // a hung API server is asked again, not waited for
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return f, fmt.Errorf("failed to create a discovery client: %w", err)

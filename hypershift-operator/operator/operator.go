@@ -21,6 +21,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/process"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -131,7 +132,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
-	mgr, elector, err := leaderelection.NewManager(restConfig, opts, leaderelection.Election{
+	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{
 		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Election,
 	}, ctrl.LoggerFrom(ctx))
 	if err != nil {
@@ -139,7 +140,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	identity := elector.Identity()
 
-	fencing, err := DetectFencing(restConfig, o.EnableFencing)
+	fencing, err := process.AwaitAPIServer(ctx, func() (hostedcluster.Fencing, error) { return DetectFencing(restConfig, o.EnableFencing) })
 	if err != nil {
 		return err
 	}

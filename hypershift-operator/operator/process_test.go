@@ -308,3 +308,41 @@ func tail(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// TestWaitsForTheAPIServer starts the operator while nothing answers at its
+// API server's address: it waits instead of exiting, and leads once the
+// API server is reachable.
+func TestWaitsForTheAPIServer(t *testing.T) {
+	ns := env.Namespace(t)
+	addr := freeAddress(t)
+	kubeconfig, err := env.AddUserKubeconfig("ho-early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable, err := (&testenv.Proxy{Addr: addr}).ProxiedKubeconfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, ns, "ho-early", "ho-early-0", "--kubeconfig="+unreachable)
+	select {
+	case err := <-p.done:
+		t.Fatalf("the operator exited while the API server was away: %v\n%s", err, tail(p.output.String(), 2000))
+	case <-time.After(5 * time.Second):
+	}
+	proxy, err := testenv.StartProxyAt(env.Config.Host, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if h := holder(t, ns); h != "ho-early-0" {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	})
+	select {
+	case err := <-p.done:
+		t.Fatalf("the operator exited: %v", err)
+	default:
+	}
+}

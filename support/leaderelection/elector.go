@@ -59,6 +59,8 @@ type Elector struct {
 	mu     sync.Mutex
 	status Status
 
+	contact contact
+
 	// onWait, in tests, learns each wait before the loop blocks: how long
 	// until it acts, or false for "until an observation".
 	onWait func(time.Duration, bool)
@@ -93,8 +95,7 @@ func newElector(cfg Config, api leaseAPI) *Elector {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Elector{
-		api:       api,
+	e := &Elector{
 		namespace: cfg.Namespace,
 		name:      cfg.Name,
 		lease:     cfg.Namespace + "/" + cfg.Name,
@@ -104,6 +105,8 @@ func newElector(cfg Config, api leaseAPI) *Elector {
 		log:       cfg.Log.WithValues("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity),
 		release:   !cfg.NoRelease,
 	}
+	e.api = trackedAPI{api: api, e: e}
+	return e
 }
 
 // Identity is the candidate's holder identity; "" for a nil elector
@@ -124,9 +127,11 @@ func (e *Elector) Status() Status {
 
 // Run campaigns until ctx ends. While it leads, it runs lead with a context
 // that ends when leadership does. When ctx ends, it waits for lead to return
-// and releases the Lease, then returns nil. When it stops leading for any
-// other reason, it returns an error wrapping ErrLost at once; when lead
-// returns while it leads, it releases and returns lead's error.
+// and releases the Lease, then returns nil; if it finds then that it had
+// already lost the Lease, it returns an error wrapping ErrLost. When it
+// stops leading for any other reason, it returns an error wrapping ErrLost
+// at once; when lead returns while it leads, it releases and returns lead's
+// error.
 func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) error {
 	obsCtx, stopObserving := context.WithCancel(ctx)
 	defer stopObserving()
@@ -192,13 +197,14 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 		}
 		select {
 		case <-ctx.Done():
-			if c.leading {
-				stopLeading(untilDeadline())
-				if e.release {
-					c.releaseLease(ctx)
-				}
+			if !c.leading {
+				return nil
 			}
-			return nil
+			stopLeading(untilDeadline())
+			if !e.release {
+				return nil
+			}
+			return c.releaseLease(ctx)
 
 		case o := <-observations:
 			c.apply(o)
@@ -221,7 +227,7 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 				continue
 			}
 			if e.clock.Now().Sub(c.renewedAt) >= e.timings.RenewDeadline {
-				return lost(fmt.Sprintf("no renewal succeeded within the renew deadline (%s)", e.timings.RenewDeadline))
+				return lost(fmt.Sprintf("no renewal succeeded within the renew deadline (%s); the Lease is held by %q", e.timings.RenewDeadline, c.currentHolder(ctx)))
 			}
 			if why := c.renew(ctx); why != "" {
 				return lost(why)
@@ -232,7 +238,9 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 			e.log.Info("Leader-only work ended; releasing the Lease", "err", err)
 			stopLeading(0)
 			if e.release {
-				c.releaseLease(ctx)
+				if lostErr := c.releaseLease(ctx); lostErr != nil {
+					return errors.Join(err, lostErr)
+				}
 			}
 			return err
 		}
@@ -393,6 +401,18 @@ func (c *campaign) renew(ctx context.Context) string {
 	return ""
 }
 
+// currentHolder reads the Lease's holder, for the account of a loss:
+// "unknown" when the API server does not answer within a request timeout.
+func (c *campaign) currentHolder(ctx context.Context) string {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timings.RequestTimeout())
+	defer cancel()
+	lease, err := c.api.Get(rctx)
+	if err != nil {
+		return "unknown"
+	}
+	return holderOf(lease)
+}
+
 // refresh reads the Lease after a conflict.
 func (c *campaign) refresh(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, c.timings.RequestTimeout())
@@ -410,33 +430,44 @@ func (c *campaign) refresh(ctx context.Context) {
 
 // releaseLease clears the holder if this candidate still holds the Lease
 // and its holding has not passed the renew deadline: it reads the Lease
-// and updates it preconditioned on that read's resourceVersion.
-func (c *campaign) releaseLease(ctx context.Context) {
-	left := c.renewedAt.Add(c.timings.RenewDeadline).Sub(c.clock.Now())
-	if left <= 0 {
-		c.log.Info("Not releasing the Lease: the renew deadline passed")
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(left, c.timings.RequestTimeout()))
+// and updates it preconditioned on that read's resourceVersion. It returns
+// an error wrapping ErrLost, naming the holder, when the candidate turns out
+// to have lost the Lease before it stopped: another pod holds it, or the
+// renew deadline passed (a process frozen, then stopped); its process must
+// not end as if it had handed over.
+func (c *campaign) releaseLease(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timings.RequestTimeout())
 	defer cancel()
+	if left := c.renewedAt.Add(c.timings.RenewDeadline).Sub(c.clock.Now()); left <= 0 {
+		holder := c.currentHolder(rctx)
+		c.log.Info("Not releasing the Lease: the renew deadline passed", "holder", holder)
+		return fmt.Errorf("%w: no renewal succeeded within the renew deadline (%s) before the stop; the Lease is held by %q", ErrLost, c.timings.RenewDeadline, holder)
+	}
 	lease, err := c.api.Get(rctx)
 	if err != nil {
 		c.log.Info("Not releasing the Lease: failed to read it", "err", err.Error())
-		return
+		return nil
 	}
 	if h := holderOf(lease); h != c.identity {
 		c.log.Info("Not releasing the Lease: another candidate holds it", "holder", h)
-		return
+		return fmt.Errorf("%w: the Lease is now held by %q", ErrLost, h)
 	}
 	now := metav1.NewMicroTime(c.clock.Now())
 	lease.Spec.HolderIdentity = ptr.To("")
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(1))
 	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 	if _, err := c.api.Update(rctx, lease); err != nil {
+		if apierrors.IsConflict(err) {
+			c.refresh(rctx)
+			if h := holderOf(c.known); h != c.identity {
+				return fmt.Errorf("%w: the Lease is now held by %q", ErrLost, h)
+			}
+		}
 		c.log.Info("Failed to release the Lease", "err", err.Error())
-		return
+		return nil
 	}
 	c.log.Info("Released the Lease")
+	return nil
 }
 
 func (e *Elector) setLeading(leading bool, renewed time.Time) {

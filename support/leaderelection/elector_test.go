@@ -309,8 +309,8 @@ func TestReleaseOnlyWhenStillHolder(t *testing.T) {
 	api.mute()
 	api.write(heldBy("c", clk.Now()))
 	a.cancel()
-	if err := a.awaitExit(t); err != nil {
-		t.Fatalf("a graceful stop returned %v", err)
+	if err := a.awaitExit(t); !errors.Is(err, ErrLost) || !containsAll(err.Error(), `held by "c"`) {
+		t.Fatalf("a stop that finds the Lease taken returned %v, want it lost to c", err)
 	}
 	if h := holderOf(api.current()); h != "c" {
 		t.Fatalf("the late release clobbered the new holder: holder %q", h)
@@ -459,5 +459,23 @@ func TestExpiredWatchIsListedAgain(t *testing.T) {
 	api.write(heldBy("other", clk.Now()))
 	if w := b.settle(t); w.d != timings.LeaseDuration {
 		t.Fatalf("after a renewal on the new watch it waits %s, want the lease duration", w.d)
+	}
+}
+
+// TestStopAfterTheDeadlineIsALoss stops a leader that has not renewed for
+// longer than its renew deadline (a frozen process, stopped when it
+// resumes): it must not report a clean stop, whoever holds the Lease.
+func TestStopAfterTheDeadlineIsALoss(t *testing.T) {
+	api, clk, a, _ := leader(t)
+	api.mute()
+	api.write(heldBy("b", clk.Now()))
+	clk.Step(46 * time.Second) // past the 45s renew deadline, in one step
+	a.cancel()
+	err := a.awaitExit(t)
+	if !errors.Is(err, ErrLost) || !containsAll(err.Error(), "renew deadline", `held by "b"`) {
+		t.Fatalf("got %v, want a loss naming the holder b", err)
+	}
+	if n := api.count("update"); n != 0 {
+		t.Fatalf("%d updates by a leader past its deadline", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,4 +216,31 @@ func TestHandoverThroughTheWatch(t *testing.T) {
 
 func isLeaseWrite(e auditv1.Event, ns string) bool {
 	return testenv.IsWrite(e) && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns
+}
+
+// TestStandbyWithRefusedCredentialsIsNotReady runs a candidate whose user
+// may not touch Leases, beside a leader: it reports not ready at once, where
+// before it looked like a healthy standby.
+func TestStandbyWithRefusedCredentialsIsNotReady(t *testing.T) {
+	ns := namespace(t)
+	leader := run(t, user(t, "ready-leader"), ns, "leader")
+	<-leader.led
+	cfg, err := env.AddUser("no-lease-rights")
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := run(t, cfg, ns, "standby")
+	deadline := time.Now().Add(10 * time.Second)
+	for standby.elector.Ready(nil) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a candidate refused by RBAC stayed ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := standby.elector.Ready(nil); !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("Ready() = %v, want the refusal", err)
+	}
+	if err := leader.elector.Ready(nil); err != nil {
+		t.Fatalf("the leader is not ready: %v", err)
+	}
 }

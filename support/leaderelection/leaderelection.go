@@ -71,11 +71,21 @@ type Election struct {
 // when the Lease is lost; when Start's context ends, the leader-only
 // runnables stop first, then the Lease is released. It returns the
 // elector, nil when election is off.
-func NewManager(restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (manager.Manager, *Elector, error) {
+//
+// Creating the manager asks the API server about the cached kinds; while it
+// does not answer, NewManager waits for it (process.AwaitAPIServer) until
+// ctx ends.
+func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (manager.Manager, *Elector, error) {
 	opts.LeaderElection = false
-	mgr, err := ctrl.NewManager(restConfig, opts)
+	mgr, err := process.AwaitAPIServer(ctx, func() (manager.Manager, error) {
+		mgr, err := ctrl.NewManager(restConfig, opts)
+		if err != nil {
+			return nil, fmt.Errorf("failed to create the manager: %w", err)
+		}
+		return mgr, nil
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to create the manager: %w", err)
+		return nil, nil, err
 	}
 	if err := process.AddProbes(mgr); err != nil {
 		return nil, nil, err
@@ -97,6 +107,9 @@ func NewManager(restConfig *rest.Config, opts ctrl.Options, election Election, l
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("leader-election", elector.Ready); err != nil {
+		return nil, nil, fmt.Errorf("failed to add the election's readiness check: %w", err)
 	}
 	gated := &gatedManager{Manager: mgr}
 	if err := mgr.Add(&electionRunnable{elector: elector, gated: gated}); err != nil {

@@ -1,11 +1,13 @@
 // Package process holds what the project's operator binaries share when
-// they start: controller-runtime's zap logging flags (JSON by default) and
-// loading the kubeconfig.
+// they start: controller-runtime's zap logging flags (JSON by default),
+// loading the kubeconfig, and waiting for the API server.
 package process
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -66,4 +68,26 @@ func AddProbes(mgr ctrl.Manager) error {
 		return fmt.Errorf("failed to add the readiness check: %w", err)
 	}
 	return nil
+}
+
+// AwaitAPIServer calls ask until it succeeds, with a back-off from one
+// second up to ten, logging why it waits: a process started while the API
+// server is away waits for it instead of exiting (a restart would only wait
+// longer, in back-off). It gives up only when ctx ends.
+func AwaitAPIServer[T any](ctx context.Context, ask func() (T, error)) (T, error) {
+	log := ctrl.LoggerFrom(ctx)
+	delay := time.Second
+	for {
+		answer, err := ask()
+		if err == nil {
+			return answer, nil
+		}
+		log.Info("Waiting for the API server", "err", err.Error(), "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return answer, fmt.Errorf("stopped while waiting for the API server: %w", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
 }

@@ -25,11 +25,17 @@ type Proxy struct {
 
 // StartProxy forwards to the host of serverURL.
 func StartProxy(serverURL string) (*Proxy, error) {
+	return StartProxyAt(serverURL, "127.0.0.1:0")
+}
+
+// StartProxyAt forwards to the host of serverURL from addr: a client given
+// addr before the proxy starts finds nothing listening there until then.
+func StartProxyAt(serverURL, addr string) (*Proxy, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse %q: %w", serverURL, err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
