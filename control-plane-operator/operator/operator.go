@@ -139,9 +139,11 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := mgr.Add(leaderRunnable{log: log.Info, identity: identity}); err != nil {
 		return fmt.Errorf("failed to add the leader gauge: %w", err)
 	}
+	fenced := &hostedcontrolplane.FencedWrites{}
 	reconciler := &hostedcontrolplane.Reconciler{
 		Name:                  o.HostedControlPlane,
-		Client:                mgr.GetClient(),
+		Client:                fenced.Client(mgr.GetClient()),
+		Fenced:                fenced,
 		APIReader:             mgr.GetAPIReader(),
 		Releases:              releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
 		OperateOnReleaseImage: o.OperateOnReleaseImage,

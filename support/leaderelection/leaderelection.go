@@ -125,6 +125,22 @@ type gatedManager struct {
 	mu      sync.Mutex
 	started bool
 	gated   []manager.Runnable
+	// lost is the election's loss, kept for Start: a loss that arrives
+	// while the manager already stops (SIGTERM during a freeze) is only
+	// logged by controller-runtime, and the process would exit 0.
+	lost error
+}
+
+// Start runs the manager and returns, beside its own error, a loss of the
+// Lease that ended the election.
+func (m *gatedManager) Start(ctx context.Context) error {
+	err := m.Manager.Start(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lost != nil && !errors.Is(err, ErrLost) {
+		return errors.Join(err, m.lost)
+	}
+	return err
 }
 
 // Add starts r with the manager when it needs no leader election (it says
@@ -174,7 +190,13 @@ func (r *electionRunnable) NeedLeaderElection() bool { return false }
 
 func (r *electionRunnable) Start(ctx context.Context) error {
 	defer unregisterMetrics(r.elector)
-	return r.elector.Run(ctx, r.gated.lead)
+	err := r.elector.Run(ctx, r.gated.lead)
+	if errors.Is(err, ErrLost) {
+		r.gated.mu.Lock()
+		r.gated.lost = err
+		r.gated.mu.Unlock()
+	}
+	return err
 }
 
 // electors reports every running elector of the process to the

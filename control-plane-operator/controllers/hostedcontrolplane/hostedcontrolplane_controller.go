@@ -75,6 +75,9 @@ type Reconciler struct {
 	OperateOnReleaseImage string
 	// Recorder emits events on the HostedControlPlane.
 	Recorder events.EventRecorder
+	// Fenced counts the writes the API server refused as fenced; Client
+	// must be made with its Client to count them. Nil counts nothing.
+	Fenced *FencedWrites
 	// Clock is the time source; tests may replace it.
 	Clock clock.PassiveClock
 	// Components are the control plane's components; nil means

@@ -61,6 +61,7 @@ func (r *Reconciler) computeStatus(s *scope) {
 	if s.availability != nil {
 		r.computeAvailability(s, set)
 	}
+	r.Fenced.setCondition(hcp)
 }
 
 // computeAvailability sets each component's condition, ready and the

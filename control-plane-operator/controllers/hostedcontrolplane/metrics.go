@@ -13,11 +13,11 @@ var (
 		Help: "1 while the HostedControlPlane's release image differs from OPERATE_ON_RELEASE_IMAGE, so this control-plane-operator writes nothing.",
 	})
 
-	// fencedWrites counts reconciles whose writes the API server refused
+	// fencedWrites counts the writes, of any kind, the API server refused
 	// because this pod does not hold the Lease.
 	fencedWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "control_plane_operator_fenced_writes_total",
-		Help: "Reconciles whose writes the API server refused because this control-plane-operator pod does not hold the Lease.",
+		Help: "Writes (creates, updates, patches, applies, deletes, status updates) the API server refused because this control-plane-operator pod does not hold the Lease.",
 	})
 )
 
