@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
@@ -36,15 +39,46 @@ func (e *Env) configureAuditLog() error {
 		Set("audit-log-format", "json").
 		Set("audit-log-mode", "blocking").
 		Set("audit-log-maxbackup", "0")
+	if e.auditLogMaxSizeMB > 0 {
+		e.env.ControlPlane.GetAPIServer().Configure().Set("audit-log-maxsize", strconv.Itoa(e.auditLogMaxSizeMB))
+	}
 	return nil
 }
 
-// AuditEvents reads every event the audit log holds so far, in order.
+// AuditEvents reads every event the audit log holds so far, in order,
+// backups of a rotated log first (the API server rotates it at
+// --audit-log-maxsize, 100 MB by default: a long run would otherwise lose
+// its early evidence).
 func (e *Env) AuditEvents() ([]auditv1.Event, error) {
 	if e.AuditLogPath == "" {
 		return nil, fmt.Errorf("the audit log is off: start the environment with Options.AuditLog")
 	}
-	f, err := os.Open(e.AuditLogPath)
+	return ReadAuditLog(e.AuditLogPath)
+}
+
+// ReadAuditLog reads the JSON audit log at path and the backups the API
+// server rotated out of it (<name>-<timestamp><ext> beside it, oldest
+// first), in order.
+func ReadAuditLog(path string) ([]auditv1.Event, error) {
+	ext := filepath.Ext(path)
+	backups, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the audit log's backups: %w", err)
+	}
+	sort.Strings(backups) // the timestamps sort in time order
+	var events []auditv1.Event
+	for _, file := range append(backups, path) {
+		read, err := readAuditFile(file)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, read...)
+	}
+	return events, nil
+}
+
+func readAuditFile(path string) ([]auditv1.Event, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open the audit log: %w", err)
 	}
@@ -60,7 +94,7 @@ func (e *Env) AuditEvents() ([]auditv1.Event, error) {
 		events = append(events, event)
 	}
 	if err := scanner.Err(); err != nil {
-		return nil, fmt.Errorf("failed to read the audit log: %w", err)
+		return nil, fmt.Errorf("failed to read the audit log %s: %w", path, err)
 	}
 	return events, nil
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// AuditLog turns on the API server's audit log at Metadata level for
 	// every request; read it with Env.AuditEvents.
 	AuditLog bool
+	// AuditLogMaxSizeMB, when set, rotates the audit log at that size
+	// (the API server's default is 100 MB).
+	AuditLogMaxSizeMB int
 	// SkipAdmissionPolicies leaves out the project's ValidatingAdmissionPolicies.
 	SkipAdmissionPolicies bool
 	// ControllerManager runs kube-controller-manager's namespace and
@@ -79,6 +82,7 @@ type Env struct {
 	AuditLogPath string
 
 	env                   *envtest.Environment
+	auditLogMaxSizeMB     int
 	tempDir               string
 	stopControllerManager func() error
 	waitForServiceAccount bool
@@ -114,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)
 	}
-	e := &Env{Scheme: NewScheme(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission}
+	e := &Env{Scheme: NewScheme(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission, auditLogMaxSizeMB: opts.AuditLogMaxSizeMB}
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crdList,

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,44 @@ func TestControllerManagerDeletesNamespaces(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("namespace %s was not removed within 60s; controller manager log:\n%s", ns.Name, tail(env.ControllerManagerLog(t.Context()), 3000))
+}
+
+// TestAuditEventsFollowRotation runs an API server that rotates its audit
+// log at 1 MB: the events written before the rotation are still read, in
+// order, and the log did rotate.
+func TestAuditEventsFollowRotation(t *testing.T) {
+	rotating, err := Start(t.Context(), Options{AuditLog: true, AuditLogMaxSizeMB: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rotating.Stop() })
+	first := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "before-rotation"}}
+	if err := rotating.Client.Create(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		backups, _ := filepath.Glob(strings.TrimSuffix(rotating.AuditLogPath, ".log") + "-*.log")
+		if len(backups) > 0 {
+			break
+		}
+		if i > 20000 {
+			t.Fatal("the audit log did not rotate after 20,000 requests")
+		}
+		if err := rotating.Client.Get(t.Context(), client.ObjectKeyFromObject(first), &corev1.ConfigMap{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, err := rotating.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 || events[0].RequestReceivedTimestamp.After(events[len(events)-1].RequestReceivedTimestamp.Time) {
+		t.Fatalf("%d events, out of order", len(events))
+	}
+	for _, e := range events {
+		if e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Name == "before-rotation" {
+			return
+		}
+	}
+	t.Fatalf("the create made before the rotation is missing from %d events", len(events))
 }
