@@ -99,7 +99,7 @@ func TestEveryFencedWriteIsCounted(t *testing.T) {
 		}
 		err := env.AsPod(t, ns, hyperv1.ControlPlaneOperatorName, "cpo-a").Create(t.Context(), probe, client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), hyperv1.FencingDenialPrefix) {
-			return fmt.Errorf("not fenced yet: %v", err)
+			return fmt.Errorf("not fenced yet: %w", err)
 		}
 		return nil
 	})

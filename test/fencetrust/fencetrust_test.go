@@ -115,7 +115,7 @@ func deleteCluster(t *testing.T, c *cluster) {
 			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(c.namespace())}},
 		} {
 			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s is still there (%v)", obj, obj.GetName(), err)
+				return fmt.Errorf("%T %s is still there (%w)", obj, obj.GetName(), err)
 			}
 		}
 		return nil

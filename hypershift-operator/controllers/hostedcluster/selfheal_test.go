@@ -488,7 +488,7 @@ func blockUpdatesBy(t *testing.T, user, ns string) {
 		d := cpoDeployment(t, ns)
 		d.Labels = map[string]string{"probe": "true"}
 		if err := as.Update(t.Context(), d, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "blocked by the test") {
-			return fmt.Errorf("not enforced yet (%v)", err)
+			return fmt.Errorf("not enforced yet (%w)", err)
 		}
 		return nil
 	})
