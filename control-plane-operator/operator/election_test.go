@@ -267,9 +267,10 @@ func TestRenewBlocked(t *testing.T) {
 
 // TestStalledConnection hangs every request of the leader's process (its
 // Lease requests, its watches and its controllers' writes) at a proxy: it
-// exits non-zero by its renew deadline, the standby leads and writes, then
-// the held bytes reach the API server. The audit log shows no successful
-// write by the old leader after the new one's first write.
+// stops its controllers by its renew deadline, the standby leads and
+// writes, then the held bytes reach the API server and the old leader,
+// whose renewal now conflicts, exits non-zero. The audit log shows no
+// successful write by the old leader after the new one's first write.
 func TestStalledConnection(t *testing.T) {
 	cp := newControlPlane(t, false)
 	proxy, err := testenv.StartProxy(env.Config.Host)
@@ -285,7 +286,8 @@ func TestStalledConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startCPO(t, cp, "cpo-a", cp.releaseImage, "--kubeconfig="+proxied)
+	metricsAddr := freeAddress(t)
+	a := startCPO(t, cp, "cpo-a", cp.releaseImage, "--kubeconfig="+proxied, "--metrics-bind-address="+metricsAddr)
 	awaitHolder(t, cp, 30*time.Second, "cpo-a")
 	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
 	awaitComponents(t, cp)
@@ -293,16 +295,18 @@ func TestStalledConnection(t *testing.T) {
 
 	stalled := time.Now()
 	proxy.Stall()
-	if !a.exited(renewDeadline + margin) {
-		t.Fatalf("the leader still runs %s after its connection stalled", time.Since(stalled))
-	}
-	if a.exitErr == nil {
-		t.Fatal("the stalled leader exited 0, want a non-zero status")
-	}
+	awaitNotLeading(t, metricsAddr, renewDeadline+margin)
+	stepped := time.Since(stalled)
 	awaitHolder(t, cp, leaseDuration+margin, b.pod)
-	t.Logf("the stalled leader exited after %s; the standby led after %s", a.exitedAt.Sub(stalled).Round(time.Millisecond), time.Since(stalled).Round(time.Millisecond))
+	t.Logf("the stalled leader stopped its controllers after %s; the standby led after %s", stepped.Round(time.Millisecond), time.Since(stalled).Round(time.Millisecond))
 	toggle(t, cp)
 	proxy.Resume()
+	if !a.exited(10 * time.Second) {
+		t.Fatal("the old leader did not exit within 10s of getting through again")
+	}
+	if a.exitErr == nil || !strings.Contains(a.log(), `held by \"cpo-b\"`) {
+		t.Fatalf("the old leader exited with %v, want a non-zero status naming cpo-b; log:\n%s", a.exitErr, tail(a.log(), 2000))
+	}
 	time.Sleep(2 * time.Second)
 
 	var bFirst time.Time
@@ -324,5 +328,24 @@ func TestStalledConnection(t *testing.T) {
 	}
 	if v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user)); len(v) != 0 {
 		t.Fatalf("writes outside their writer's holding: %v", v)
+	}
+}
+
+// awaitNotLeading waits until the process serving metrics at addr reports
+// that it runs no leader-only work.
+func awaitNotLeading(t *testing.T, addr string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		body := scrape(t, addr)
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "hypershift_leader_election_is_leader{") && strings.HasSuffix(line, " 0") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader still runs its leader-only work after %s", within)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -149,7 +149,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		OperateOnReleaseImage: o.OperateOnReleaseImage,
 		Recorder:              mgr.GetEventRecorder(hostedcontrolplane.FieldOwner),
 	}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
+	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedControlPlane controller: %w", err)
 	}
 	log.Info("Starting the control-plane-operator", "namespace", o.Namespace, "hostedControlPlane", o.HostedControlPlane, "leaderElect", o.LeaderElect,

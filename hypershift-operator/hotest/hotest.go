@@ -64,7 +64,10 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 	if mutate != nil {
 		mutate(r)
 	}
-	if err := r.SetupWithManager(t.Context(), mgr); err != nil {
+	if err := hostedcluster.SetupIndexes(t.Context(), mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if r.Fencing.Active() {

@@ -155,11 +155,15 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Recorder:                         mgr.GetEventRecorder(hostedcluster.FieldOwner),
 		TeardownTimeout:                  o.TeardownTimeout,
 	}
-	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
+	if err := hostedcluster.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 	}
 	if fencing.Active() {
-		if err := (&fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace}).SetupWithManager(mgr); err != nil {
+		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace}
+		if err := mgr.AddPerTerm(fencer.SetupWithManager); err != nil {
 			return fmt.Errorf("failed to set up the fencing controller: %w", err)
 		}
 	}

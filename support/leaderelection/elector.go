@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -64,6 +65,10 @@ type Elector struct {
 	// onWait, in tests, learns each wait before the loop blocks: how long
 	// until it acts, or false for "until an observation".
 	onWait func(time.Duration, bool)
+	// ignoreGaps, in tests, turns the incumbent's preference off: a
+	// follower counts the lease duration from the last change it saw, even
+	// across a time it could not observe the Lease (the negative control).
+	ignoreGaps bool
 }
 
 // Status is what an elector knows, for metrics and logs.
@@ -126,161 +131,244 @@ func (e *Elector) Status() Status {
 }
 
 // Run campaigns until ctx ends. While it leads, it runs lead with a context
-// that ends when leadership does. When ctx ends, it waits for lead to return
-// and releases the Lease, then returns nil; if it finds then that it had
-// already lost the Lease, it returns an error wrapping ErrLost. When it
-// stops leading for any other reason, it returns an error wrapping ErrLost
-// at once; when lead returns while it leads, it releases and returns lead's
-// error.
+// that ends when leadership does; lead runs once per term. When ctx ends, it
+// waits for lead to return and releases the Lease, then returns nil; if it
+// finds then that it had already lost the Lease, it returns an error
+// wrapping ErrLost. When it stops leading because another candidate holds
+// the Lease, or it was deleted, or the API server refused its renewals, it
+// returns an error wrapping ErrLost at once. When it stops leading because
+// no renewal succeeded by the renew deadline, the API server not answering
+// (or the process frozen), it keeps running cut off (see the package
+// documentation) and leads again, in a new term, once a compare-and-swap
+// renewal succeeds. When lead returns on its own, it releases
+// and returns lead's error.
 func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) error {
 	obsCtx, stopObserving := context.WithCancel(ctx)
 	defer stopObserving()
 	observations := make(chan observation)
 	go e.observe(obsCtx, observations)
 
-	c := &campaign{Elector: e}
-	timer := e.clock.NewTimer(time.Hour)
-	defer timer.Stop()
-	var leadCancel context.CancelFunc
-	var leadDone chan error
-	// stopLeading cancels the leader-only work and waits for it, at most
-	// for bound: it must not outlast the holding it belongs to.
-	stopLeading := func(bound time.Duration) {
-		if leadCancel == nil {
-			return
-		}
-		leadCancel()
-		if leadDone != nil {
-			t := e.clock.NewTimer(max(bound, 0))
-			select {
-			case err := <-leadDone:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					e.log.Info("Leader-only work failed while stopping", "err", err.Error())
-				}
-			case <-t.C():
-				e.log.Info("Leader-only work did not stop in time", "waited", bound)
-			}
-			t.Stop()
-		}
-		leadCancel, leadDone = nil, nil
-		e.setLeading(false, time.Time{})
-	}
-	// After a loss the work has the skew margin to stop: the time the
-	// timing rule leaves between this leader's deadline and a takeover.
-	lost := func(why string) error {
-		e.log.Info("Stopped leading: "+why, "holder", holderOf(c.known))
-		stopLeading(e.timings.SkewMargin())
-		return fmt.Errorf("%w: %s", ErrLost, why)
-	}
-	// On a graceful stop, the work may take until the renew deadline; the
-	// Lease is released only once it stopped, and only before the deadline.
-	untilDeadline := func() time.Duration {
-		return c.renewedAt.Add(e.timings.RenewDeadline).Sub(e.clock.Now())
-	}
-
+	c := &campaign{Elector: e, observations: observations, timer: e.clock.NewTimer(time.Hour)}
+	defer c.timer.Stop()
+	next := c.follow
 	for {
-		// act fires when it is time to acquire or renew: at once, after
-		// the timer, or never before the next observation.
-		var act <-chan time.Time
-		wait, ok := c.nextWait()
-		switch {
-		case ok && wait <= 0:
-			now := make(chan time.Time, 1)
-			now <- e.clock.Now()
-			act = now
-		case ok:
-			timer.Reset(wait)
-			act = timer.C()
+		state, err := next(ctx, lead)
+		switch state {
+		case following:
+			next = c.follow
+		case holding:
+			next = c.hold
+		case cutOff:
+			next = c.reconnect
+		default:
+			return err
 		}
-		if e.onWait != nil {
-			e.onWait(wait, ok)
-		}
-		select {
-		case <-ctx.Done():
-			if !c.leading {
-				return nil
-			}
-			stopLeading(untilDeadline())
-			if !e.release {
-				return nil
-			}
-			return c.releaseLease(ctx)
+	}
+}
 
-		case o := <-observations:
+// state is where a campaign goes next.
+type state int
+
+const (
+	// done ends Run.
+	done state = iota
+	// following waits for the Lease to be free and takes it.
+	following
+	// holding runs a term of leader-only work and renews the Lease.
+	holding
+	// cutOff holds no term: the API server stopped answering before the
+	// renew deadline, and the Lease may still name this candidate.
+	cutOff
+)
+
+// follow waits, as a follower, until the Lease may be taken, and takes it.
+func (c *campaign) follow(ctx context.Context, _ func(context.Context) error) (state, error) {
+	for {
+		wait, ok := c.followerWait()
+		switch wake, o := c.wait(ctx, wait, ok, nil); wake {
+		case wokeByStop:
+			return done, nil
+		case wokeByObservation:
 			c.apply(o)
-			if c.leading {
-				if c.known == nil {
-					return lost("the Lease was deleted")
-				}
-				if h := holderOf(c.known); h != e.identity {
-					return lost(fmt.Sprintf("the Lease is now held by %q", h))
-				}
+		case wokeToAct:
+			if c.tryAcquire(ctx) {
+				return holding, nil
+			}
+		}
+	}
+}
+
+// hold runs one term of leader-only work and renews the Lease until the
+// term ends: the Lease is lost (done, with ErrLost), the API server is cut
+// off at the renew deadline (cutOff), ctx ends (done, after the release),
+// or the work ends on its own (done, with its error).
+func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (state, error) {
+	work := c.startTerm(ctx, lead)
+	lost := func(why string) (state, error) {
+		c.log.Info("Stopped leading: "+why, "holder", holderOf(c.known))
+		work.stop(c.timings.SkewMargin())
+		return done, fmt.Errorf("%w: %s", ErrLost, why)
+	}
+	for {
+		switch wake, o := c.wait(ctx, c.leaderWait(), true, work.done); wake {
+		case wokeByStop:
+			// The work may take until the renew deadline; the Lease is
+			// released only once it stopped, and only before the deadline.
+			work.stop(c.renewedAt.Add(c.timings.RenewDeadline).Sub(c.clock.Now()))
+			if !c.release {
+				return done, nil
+			}
+			return done, c.releaseLease(ctx)
+
+		case wokeByObservation:
+			c.apply(o)
+			if c.known == nil {
+				return lost("the Lease was deleted")
+			}
+			if h := holderOf(c.known); h != c.identity {
+				return lost(fmt.Sprintf("the Lease is now held by %q", h))
 			}
 
-		case <-act:
-			if !c.leading {
-				if c.tryAcquire(ctx) {
-					leadCtx, cancel := context.WithCancel(ctx)
-					leadCancel, leadDone = cancel, make(chan error, 1)
-					go func(done chan<- error) { done <- lead(leadCtx) }(leadDone)
+		case wokeToAct:
+			if c.clock.Now().Sub(c.renewedAt) >= c.timings.RenewDeadline {
+				if c.refused {
+					return lost(fmt.Sprintf("the API server refused the renewals until the renew deadline (%s); the Lease is held by %q", c.timings.RenewDeadline, c.currentHolder(ctx)))
 				}
-				continue
-			}
-			if e.clock.Now().Sub(c.renewedAt) >= e.timings.RenewDeadline {
-				return lost(fmt.Sprintf("no renewal succeeded within the renew deadline (%s); the Lease is held by %q", e.timings.RenewDeadline, c.currentHolder(ctx)))
+				c.log.Info("Stopped leading: no renewal succeeded within the renew deadline; renewing again until one does",
+					"deadline", c.timings.RenewDeadline)
+				work.stop(c.timings.SkewMargin())
+				return cutOff, nil
 			}
 			if why := c.renew(ctx); why != "" {
 				return lost(why)
 			}
 
-		case err := <-leadDone:
-			leadDone = nil
-			e.log.Info("Leader-only work ended; releasing the Lease", "err", err)
-			stopLeading(0)
-			if e.release {
+		case wokeByWorkEnd:
+			err := work.result
+			c.log.Info("Leader-only work ended; releasing the Lease", "err", err)
+			work.cancel()
+			c.setLeading(false, time.Time{})
+			if c.release {
 				if lostErr := c.releaseLease(ctx); lostErr != nil {
-					return errors.Join(err, lostErr)
+					return done, errors.Join(err, lostErr)
 				}
 			}
-			return err
+			return done, err
 		}
+	}
+}
+
+// reconnect renews, every retry period, the Lease this candidate held when
+// the API server stopped answering: a compare-and-swap on its own last
+// write, which succeeds only if no one wrote the Lease since. It leads again
+// (holding) when one succeeds; it has lost when another holder, a deleted
+// Lease or a refusal shows.
+func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error) (state, error) {
+	lost := func(why string) (state, error) {
+		c.log.Info("Stopped: "+why, "holder", holderOf(c.known))
+		return done, fmt.Errorf("%w: %s", ErrLost, why)
+	}
+	for {
+		switch wake, o := c.wait(ctx, c.retryWait(), true, nil); wake {
+		case wokeByStop:
+			if !c.release {
+				return done, nil
+			}
+			return done, c.releaseLease(ctx)
+		case wokeByObservation:
+			c.apply(o)
+			if c.known == nil {
+				return lost("the Lease was deleted")
+			}
+			if h := holderOf(c.known); h != c.identity {
+				return lost(fmt.Sprintf("the Lease is now held by %q", h))
+			}
+		case wokeToAct:
+			if why := c.renew(ctx); why != "" {
+				return lost(why)
+			}
+			if c.retryAt.IsZero() {
+				c.log.Info("Renewed the Lease after the API server answered again; leading again")
+				return holding, nil
+			}
+			if c.refused {
+				return lost("the API server refused the renewal")
+			}
+		}
+	}
+}
+
+// wakeup is what ended a wait.
+type wakeup int
+
+const (
+	wokeByStop wakeup = iota
+	wokeByObservation
+	wokeToAct
+	wokeByWorkEnd
+)
+
+// wait blocks until ctx ends, an observation arrives, the work ends, or it
+// is time to act: after d, at once when d <= 0, never when !ok.
+func (c *campaign) wait(ctx context.Context, d time.Duration, ok bool, workDone <-chan struct{}) (wakeup, observation) {
+	var act <-chan time.Time
+	switch {
+	case ok && d <= 0:
+		now := make(chan time.Time, 1)
+		now <- c.clock.Now()
+		act = now
+	case ok:
+		c.timer.Reset(d)
+		act = c.timer.C()
+	}
+	if c.onWait != nil {
+		c.onWait(d, ok)
+	}
+	select {
+	case <-ctx.Done():
+		return wokeByStop, observation{}
+	case o := <-c.observations:
+		return wokeByObservation, o
+	case <-act:
+		return wokeToAct, observation{}
+	case <-workDone:
+		return wokeByWorkEnd, observation{}
 	}
 }
 
 // campaign is the state of one Run, owned by its goroutine.
 type campaign struct {
 	*Elector
+	observations <-chan observation
+	timer        clock.Timer
 	// known is the newest Lease seen (nil: missing), at resourceVersion
 	// knownRV, first seen at knownAt on the local clock.
 	known   *coordinationv1.Lease
 	knownRV string
 	knownAt time.Time
 	seen    bool
-	// leading, with renewedAt the start of the last successful
-	// acquisition or renewal.
-	leading   bool
+	// renewedAt is the start of the last successful acquisition or
+	// renewal.
 	renewedAt time.Time
 	// retryAt, when set, is when to try again after a failed request.
 	retryAt time.Time
+	// blind is set while the observer cannot list or watch the Lease: a
+	// follower then takes nothing over.
+	blind bool
+	// refused is true when the last failed renewal was refused by the API
+	// server (a 403, say), not left unanswered (a transport error, a
+	// timeout, a 5xx): only a refusal ends a holding at the renew deadline;
+	// otherwise the candidate is cut off and tries again.
+	refused bool
 }
 
-// nextWait is how long to wait before acting; false means wait for an
-// observation.
-func (c *campaign) nextWait() (time.Duration, bool) {
-	now := c.clock.Now()
-	if c.leading {
-		next := c.renewedAt.Add(c.timings.Renew())
-		if !c.retryAt.IsZero() {
-			next = c.retryAt
-		}
-		if deadline := c.renewedAt.Add(c.timings.RenewDeadline); deadline.Before(next) {
-			next = deadline
-		}
-		return next.Sub(now), true
-	}
-	if !c.seen {
+// followerWait is how long a follower waits before trying to take the
+// Lease; false means until an observation.
+func (c *campaign) followerWait() (time.Duration, bool) {
+	if !c.seen || (c.blind && !c.ignoreGaps) {
 		return 0, false
 	}
+	now := c.clock.Now()
 	next := now
 	if h := holderOf(c.known); c.known != nil && h != "" && h != c.identity {
 		next = c.knownAt.Add(leaseDuration(c.known, c.timings.LeaseDuration))
@@ -291,10 +379,41 @@ func (c *campaign) nextWait() (time.Duration, bool) {
 	return next.Sub(now), true
 }
 
+// leaderWait is how long the leader waits before renewing: the renew
+// interval, the retry period after a failure, never past the deadline.
+func (c *campaign) leaderWait() time.Duration {
+	next := c.renewedAt.Add(c.timings.Renew())
+	if !c.retryAt.IsZero() {
+		next = c.retryAt
+	}
+	if deadline := c.renewedAt.Add(c.timings.RenewDeadline); deadline.Before(next) {
+		next = deadline
+	}
+	return next.Sub(c.clock.Now())
+}
+
+// retryWait is how long a cut-off candidate waits before renewing again.
+func (c *campaign) retryWait() time.Duration {
+	return c.retryAt.Sub(c.clock.Now())
+}
+
 // apply records o unless it is not newer than what is known: watch events
 // can arrive after the response to a newer write. Versions that do not
 // compare are taken as newer.
 func (c *campaign) apply(o observation) {
+	if o.blind {
+		c.blind = true
+		return
+	}
+	if o.resumed && !c.ignoreGaps {
+		// It could not observe the Lease for a while: count the lease
+		// duration again from now, so that an incumbent cut off by the same
+		// outage renews first (see the package documentation).
+		c.knownAt, c.blind = c.clock.Now(), false
+	}
+	if o.resumed && o.lease == nil && o.rv == "" {
+		return
+	}
 	if c.seen && c.knownRV != "" && o.rv != "" {
 		if cmp, err := resourceversion.CompareResourceVersion(o.rv, c.knownRV); err == nil && cmp <= 0 {
 			return
@@ -316,7 +435,16 @@ func (c *campaign) apply(o observation) {
 }
 
 // tryAcquire takes the Lease with a create or a compare-and-swap update.
+// A Lease another candidate held until it expired is read first: when the
+// API server does not answer the read, its holder may have been cut off by
+// the same outage, so the lease duration is counted again from when it
+// answers. A read that lands late harms no one; a takeover write could.
 func (c *campaign) tryAcquire(ctx context.Context) bool {
+	if h := holderOf(c.known); c.known != nil && h != "" && h != c.identity && !c.ignoreGaps {
+		if !c.confirmExpiry(ctx) {
+			return false
+		}
+	}
 	start := c.clock.Now()
 	rctx, cancel := context.WithTimeout(ctx, c.timings.RequestTimeout())
 	defer cancel()
@@ -348,8 +476,7 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		c.apply(observation{lease: result, rv: result.ResourceVersion})
-		c.leading, c.renewedAt, c.retryAt = true, start, time.Time{}
-		c.setLeading(true, start)
+		c.renewedAt, c.retryAt, c.refused = start, time.Time{}, false
 		c.log.Info("Acquired the Lease", "transitions", ptr.Deref(result.Spec.LeaseTransitions, 0))
 		return true
 	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
@@ -364,12 +491,44 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 	return false
 }
 
+// confirmExpiry reads the Lease before a takeover and reports whether it is
+// still the expired one: unchanged, read without a gap.
+func (c *campaign) confirmExpiry(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, c.timings.RequestTimeout())
+	defer cancel()
+	lease, err := c.api.Get(rctx)
+	switch {
+	case err == nil:
+		rv := c.knownRV
+		c.apply(observation{lease: lease, rv: lease.ResourceVersion})
+		// Unchanged, and expired by the clock that counts from the last
+		// change seen or from the end of a gap.
+		expiry := c.knownAt.Add(leaseDuration(lease, c.timings.LeaseDuration))
+		return lease.ResourceVersion == rv && !c.clock.Now().Before(expiry)
+	case apierrors.IsNotFound(err):
+		c.known = nil
+		return true
+	case unanswered(err):
+		c.log.Info("The API server did not answer before a takeover; counting the lease duration again once it does", "err", err.Error())
+		c.apply(observation{resumed: true})
+	default:
+		c.log.Info("Failed to read the Lease before a takeover", "err", err.Error())
+	}
+	c.retryAt = c.clock.Now().Add(c.timings.RetryPeriod)
+	return false
+}
+
 // renew renews the held Lease with a compare-and-swap on its last write.
-// It returns why leadership is lost, or "".
+// It returns why leadership is lost, or "". A failure the API server
+// answered with a refusal sets refused.
 func (c *campaign) renew(ctx context.Context) string {
 	start := c.clock.Now()
+	timeout := c.timings.RequestTimeout()
+	if left := c.renewedAt.Add(c.timings.RenewDeadline).Sub(start); left > 0 {
+		timeout = min(timeout, left)
+	}
 	deadline := c.renewedAt.Add(c.timings.RenewDeadline)
-	rctx, cancel := context.WithTimeout(ctx, min(c.timings.RequestTimeout(), deadline.Sub(start)))
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	lease := c.known.DeepCopy()
 	now := metav1.NewMicroTime(start)
@@ -379,8 +538,8 @@ func (c *campaign) renew(ctx context.Context) string {
 	switch {
 	case err == nil:
 		c.apply(observation{lease: result, rv: result.ResourceVersion})
-		c.renewedAt, c.retryAt = start, time.Time{}
-		c.setLeading(true, start)
+		c.renewedAt, c.retryAt, c.refused = start, time.Time{}, false
+		c.setRenewed(start)
 		return ""
 	case apierrors.IsNotFound(err):
 		return "the Lease was deleted"
@@ -393,8 +552,11 @@ func (c *campaign) renew(ctx context.Context) string {
 		if h := holderOf(c.known); h != c.identity {
 			return fmt.Sprintf("the Lease is now held by %q", h)
 		}
+		// Its own earlier renewal landed after all: renew on top of it.
+		c.refused = false
 	default:
-		c.log.Info("Failed to renew the Lease; retrying until the renew deadline", "err", err.Error(),
+		c.refused = !unanswered(err)
+		c.log.Info("Failed to renew the Lease; retrying", "err", err.Error(), "refused", c.refused,
 			"retryIn", c.timings.RetryPeriod, "deadline", deadline.Sub(c.clock.Now()).Round(time.Millisecond))
 	}
 	c.retryAt = c.clock.Now().Add(c.timings.RetryPeriod)
@@ -468,6 +630,25 @@ func (c *campaign) releaseLease(ctx context.Context) error {
 	}
 	c.log.Info("Released the Lease")
 	return nil
+}
+
+// unanswered tells an error the API server did not decide: a transport
+// error, a timeout, or a 5xx or 429 answer. A leader whose renewals fail
+// only this way is cut off, not refused.
+func unanswered(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	code := status.Status().Code
+	return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+}
+
+func (e *Elector) setRenewed(renewed time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.status.LastRenew = renewed
 }
 
 func (e *Elector) setLeading(leading bool, renewed time.Time) {

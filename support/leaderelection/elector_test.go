@@ -219,9 +219,9 @@ func TestStepDownAtTheRenewDeadline(t *testing.T) {
 			t.Fatalf("it stopped leading at %s, before the deadline", clk.Now().Sub(acquired))
 		}
 	}
-	err := a.awaitExit(t)
-	if !errors.Is(err, ErrLost) || leadCtx.Err() == nil {
-		t.Fatalf("at the deadline: err %v, leader work ctx %v", err, leadCtx.Err())
+	a.settle(t)
+	if leadCtx.Err() == nil || a.leading() {
+		t.Fatalf("at the deadline the leader-only work still runs")
 	}
 	if got := clk.Now().Sub(acquired); got != timings.RenewDeadline {
 		t.Fatalf("it stepped down %s after the last renewal, want exactly the renew deadline", got)
@@ -231,8 +231,79 @@ func TestStepDownAtTheRenewDeadline(t *testing.T) {
 		t.Errorf("%d renewal attempts, want 8", n)
 	}
 	if holderOf(api.current()) != "a" {
-		t.Error("a leader that lost must not release")
+		t.Error("a leader cut off must not release")
 	}
+	select {
+	case err := <-a.done:
+		t.Fatalf("a leader cut off by an API server that does not answer exited: %v", err)
+	default:
+	}
+}
+
+// TestCutOffLeaderLeadsAgain cuts a leader off past its renew deadline and
+// then lets the API server answer: its compare-and-swap renewal succeeds
+// (no one wrote the Lease meanwhile) and it leads again, in a new term,
+// within a retry period; holder and transitions are unchanged.
+func TestCutOffLeaderLeadsAgain(t *testing.T) {
+	api, clk, a, first := leader(t)
+	transitions := *api.current().Spec.LeaseTransitions
+	api.setFail("update", apierrors.NewServiceUnavailable("etcd is down"))
+	clk.Step(timings.RenewDeadline)
+	a.settle(t)
+	clk.Step(timings.RenewDeadline)
+	a.settle(t)
+	if first.Err() == nil || a.leading() {
+		t.Fatal("the leader-only work runs past the renew deadline")
+	}
+	api.setFail("update", nil)
+	clk.Step(timings.RetryPeriod)
+	second := a.awaitLead(t)
+	if second.Err() != nil || !a.leading() {
+		t.Fatal("it did not lead again once its renewal succeeded")
+	}
+	if l := api.current(); holderOf(l) != "a" || *l.Spec.LeaseTransitions != transitions {
+		t.Fatalf("holder %q transitions %d, want a and %d", holderOf(l), *l.Spec.LeaseTransitions, transitions)
+	}
+}
+
+// TestCutOffLeaderFindsASuccessor lets another candidate take the Lease
+// while the leader is cut off: its renewal conflicts, and it exits naming
+// the new holder.
+func TestCutOffLeaderFindsASuccessor(t *testing.T) {
+	api, clk, a, _ := leader(t)
+	api.setFail("update", apierrors.NewServiceUnavailable("etcd is down"))
+	clk.Step(timings.RenewDeadline)
+	a.settle(t)
+	api.mute()
+	api.setFail("update", nil)
+	api.write(heldBy("b", clk.Now()))
+	clk.Step(timings.RetryPeriod)
+	err := a.awaitExit(t)
+	if !errors.Is(err, ErrLost) || !containsAll(err.Error(), `held by "b"`) {
+		t.Fatalf("got %v, want a loss naming b", err)
+	}
+}
+
+// TestRefusedRenewalsEndTheProcess refuses the leader's renewals (an
+// answer, not an outage): at the deadline it has lost, as before.
+func TestRefusedRenewalsEndTheProcess(t *testing.T) {
+	api, clk, a, _ := leader(t)
+	api.setFail("update", apierrors.NewForbidden(leaseGR, "lease", errors.New("RBAC")))
+	for range 20 {
+		if w := a.settle(t); w.ok {
+			clk.Step(max(w.d, time.Millisecond))
+		}
+		select {
+		case err := <-a.done:
+			a.done <- err
+			if !errors.Is(err, ErrLost) {
+				t.Fatalf("got %v, want a loss", err)
+			}
+			return
+		default:
+		}
+	}
+	t.Fatal("a leader whose renewals are refused did not exit")
 }
 
 func TestFollowerWatchesAndTakesOverAtExpiry(t *testing.T) {
@@ -259,8 +330,8 @@ func TestFollowerWatchesAndTakesOverAtExpiry(t *testing.T) {
 	if holderOf(l) != "b" || *l.Spec.LeaseTransitions != 1 || !l.Spec.AcquireTime.Time.Equal(clk.Now()) {
 		t.Fatalf("lease after the takeover %+v", l.Spec)
 	}
-	if n := api.count("get"); n != 0 {
-		t.Errorf("the follower read the Lease %d times, want 0: it watches", n)
+	if n := api.count("get"); n != 1 {
+		t.Errorf("the follower read the Lease %d times, want 1: it watches, and reads once before it takes an expired Lease", n)
 	}
 	if n := api.count("list"); n != 1 {
 		t.Errorf("%d lists, want the 1 that starts the watch", n)
@@ -464,7 +535,9 @@ func TestExpiredWatchIsListedAgain(t *testing.T) {
 
 // TestStopAfterTheDeadlineIsALoss stops a leader that has not renewed for
 // longer than its renew deadline (a frozen process, stopped when it
-// resumes): it must not report a clean stop, whoever holds the Lease.
+// resumes) while another candidate took the Lease: it must not report a
+// clean stop, and its compare-and-swap renewal cannot touch the new
+// holder's Lease.
 func TestStopAfterTheDeadlineIsALoss(t *testing.T) {
 	api, clk, a, _ := leader(t)
 	api.mute()
@@ -472,10 +545,76 @@ func TestStopAfterTheDeadlineIsALoss(t *testing.T) {
 	clk.Step(46 * time.Second) // past the 45s renew deadline, in one step
 	a.cancel()
 	err := a.awaitExit(t)
-	if !errors.Is(err, ErrLost) || !containsAll(err.Error(), "renew deadline", `held by "b"`) {
+	if !errors.Is(err, ErrLost) || !containsAll(err.Error(), `held by "b"`) {
 		t.Fatalf("got %v, want a loss naming the holder b", err)
 	}
-	if n := api.count("update"); n != 0 {
-		t.Fatalf("%d updates by a leader past its deadline", n)
+	if h := holderOf(api.current()); h != "b" {
+		t.Fatalf("holder %q, want b untouched", h)
+	}
+}
+
+// outage makes every request fail with no answer and drops the watch, for
+// d on the fake clock, then lets requests through again.
+func outage(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, c *candidate, d time.Duration) {
+	t.Helper()
+	unreachable := errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
+	for _, verb := range []string{"get", "list", "watch", "update", "create"} {
+		api.setFail(verb, unreachable)
+	}
+	api.breakWatches()
+	for end := clk.Now().Add(d); clk.Now().Before(end); {
+		w := c.settle(t)
+		step := timings.RetryPeriod
+		if w.ok && w.d > 0 && w.d < step {
+			step = w.d
+		}
+		clk.Step(step)
+	}
+	for _, verb := range []string{"get", "list", "watch", "update", "create"} {
+		api.setFail(verb, nil)
+	}
+}
+
+// TestFollowerPrefersTheIncumbentAfterAnOutage cuts a follower off from
+// the API server for longer than the lease duration: once it sees the
+// Lease again it counts the lease duration from then, so the incumbent,
+// cut off by the same outage, renews first. The negative control, with the
+// rule off, takes over at once.
+func TestFollowerPrefersTheIncumbentAfterAnOutage(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		ignoreGaps bool
+	}{
+		{name: "when the follower saw nothing for a while, it waits the lease duration again"},
+		{name: "when the rule is off (negative control), it takes over at once", ignoreGaps: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			api, clk := newFakeAPI(), newClock()
+			api.write(heldBy("incumbent", clk.Now()))
+			b := startWith(t, api, clk, "b", false, nil)
+			b.e.ignoreGaps = tt.ignoreGaps
+			b.settle(t)
+			outage(t, api, clk, b, 2*timings.LeaseDuration)
+			// The follower sees the API server again: one retry period at most.
+			clk.Step(timings.RetryPeriod)
+			b.settle(t)
+			clk.Step(timings.RetryPeriod)
+			b.settle(t)
+			if tt.ignoreGaps {
+				if h := holderOf(api.current()); h != "b" {
+					t.Fatalf("without the rule the follower did not take over (holder %q): the control proves nothing", h)
+				}
+				return
+			}
+			if h := holderOf(api.current()); h != "incumbent" {
+				t.Fatalf("the follower took the Lease right after the outage (holder %q)", h)
+			}
+			// The incumbent renews within its retry period; the follower
+			// sees it and waits again.
+			api.write(heldBy("incumbent", clk.Now()))
+			if w := b.settle(t); w.d != timings.LeaseDuration {
+				t.Fatalf("after the incumbent's renewal the follower waits %s, want the lease duration", w.d)
+			}
+		})
 	}
 }

@@ -29,6 +29,8 @@ var short = config.LeaderElection{LeaseDuration: 4 * time.Second, RenewDeadline:
 type runner struct {
 	elector *leaderelection.Elector
 	led     chan time.Time
+	// stepped receives when a term's leader-only work was told to stop.
+	stepped chan time.Time
 	done    chan error
 	cancel  context.CancelFunc
 }
@@ -44,11 +46,12 @@ func run(t *testing.T, cfg *rest.Config, namespace, identity string) *runner {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runner{elector: e, led: make(chan time.Time, 1), done: make(chan error, 1), cancel: cancel}
+	r := &runner{elector: e, led: make(chan time.Time, 10), stepped: make(chan time.Time, 10), done: make(chan error, 1), cancel: cancel}
 	go func() {
 		r.done <- e.Run(ctx, func(ctx context.Context) error {
 			r.led <- time.Now()
 			<-ctx.Done()
+			r.stepped <- time.Now()
 			return nil
 		})
 	}()
@@ -112,12 +115,7 @@ func TestStalledConnection(t *testing.T) {
 	p.Stall()
 	var lost time.Time
 	select {
-	case err := <-a.done:
-		lost = time.Now()
-		if !errors.Is(err, leaderelection.ErrLost) {
-			t.Fatalf("a returned %v, want a loss", err)
-		}
-		a.done <- err
+	case lost = <-a.stepped:
 	case <-time.After(short.RenewDeadline + 3*time.Second):
 		t.Fatal("a kept leading on a stalled connection past its renew deadline")
 	}
@@ -132,6 +130,17 @@ func TestStalledConnection(t *testing.T) {
 		t.Errorf("b led at %s, before a stepped down at %s", took, lost)
 	}
 	p.Resume() // a's held requests reach the server now
+	// a, cut off, renews on its last write when it gets through: that
+	// conflicts with b's, and a has lost.
+	select {
+	case err := <-a.done:
+		if !errors.Is(err, leaderelection.ErrLost) || !strings.Contains(err.Error(), `held by "b"`) {
+			t.Fatalf("a returned %v, want a loss to b", err)
+		}
+		a.done <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("a did not learn that b holds the Lease")
+	}
 	time.Sleep(2 * time.Second)
 
 	events, err := env.AuditEvents()

@@ -184,3 +184,14 @@ func (f *fakeAPI) expire() {
 		w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired})
 	}
 }
+
+// breakWatches ends every watch, as when the connection to the API server
+// drops.
+func (f *fakeAPI) breakWatches() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.watchers {
+		w.Stop()
+	}
+	f.watchers = nil
+}

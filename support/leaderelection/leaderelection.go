@@ -67,7 +67,7 @@ type Election struct {
 // (process.AddProbes) and metrics and syncs its caches on every replica, and starts the runnables
 // that need leader election (controllers, by controller-runtime's rule)
 // only while this replica leads. Added runnables go through the returned
-// manager. Leading ends the manager's Start with an error wrapping ErrLost
+// manager; controllers are set up with AddPerTerm, once per term. Leading ends the manager's Start with an error wrapping ErrLost
 // when the Lease is lost; when Start's context ends, the leader-only
 // runnables stop first, then the Lease is released. It returns the
 // elector, nil when election is off.
@@ -75,7 +75,7 @@ type Election struct {
 // Creating the manager asks the API server about the cached kinds; while it
 // does not answer, NewManager waits for it (process.AwaitAPIServer) until
 // ctx ends.
-func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (manager.Manager, *Elector, error) {
+func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (*Manager, *Elector, error) {
 	opts.LeaderElection = false
 	mgr, err := process.AwaitAPIServer(ctx, func() (manager.Manager, error) {
 		mgr, err := ctrl.NewManager(restConfig, opts)
@@ -91,7 +91,7 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 		return nil, nil, err
 	}
 	if !election.Enabled {
-		return mgr, nil, nil
+		return &Manager{Manager: mgr, direct: true}, nil, nil
 	}
 	identity, err := Identity()
 	if err != nil {
@@ -111,7 +111,7 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 	if err := mgr.AddReadyzCheck("leader-election", elector.Ready); err != nil {
 		return nil, nil, fmt.Errorf("failed to add the election's readiness check: %w", err)
 	}
-	gated := &gatedManager{Manager: mgr}
+	gated := &Manager{Manager: mgr}
 	if err := mgr.Add(&electionRunnable{elector: elector, gated: gated}); err != nil {
 		return nil, nil, fmt.Errorf("failed to add the election: %w", err)
 	}
@@ -119,12 +119,17 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 	return gated, elector, nil
 }
 
-// gatedManager holds back the runnables that need leader election.
-type gatedManager struct {
+// Manager is a controller-runtime manager whose leader-only work runs only
+// while this replica leads, once per term: the controllers set up with
+// AddPerTerm, and the runnables added with Add that need leader election
+// (which must therefore be startable again).
+type Manager struct {
 	manager.Manager
-	mu      sync.Mutex
-	started bool
-	gated   []manager.Runnable
+	mu     sync.Mutex
+	setups []func(manager.Manager) error
+	gated  []manager.Runnable
+	// direct is set when election is off: everything runs with the manager.
+	direct bool
 	// lost is the election's loss, kept for Start: a loss that arrives
 	// while the manager already stops (SIGTERM during a freeze) is only
 	// logged by controller-runtime, and the process would exit 0.
@@ -133,7 +138,7 @@ type gatedManager struct {
 
 // Start runs the manager and returns, beside its own error, a loss of the
 // Lease that ended the election.
-func (m *gatedManager) Start(ctx context.Context) error {
+func (m *Manager) Start(ctx context.Context) error {
 	err := m.Manager.Start(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -143,47 +148,48 @@ func (m *gatedManager) Start(ctx context.Context) error {
 	return err
 }
 
-// Add starts r with the manager when it needs no leader election (it says
-// so with NeedLeaderElection() == false), and otherwise only while leading.
-func (m *gatedManager) Add(r manager.Runnable) error {
-	if ler, ok := r.(manager.LeaderElectionRunnable); ok && !ler.NeedLeaderElection() {
-		return m.Manager.Add(r)
+// AddPerTerm registers setup, which sets up leader-only controllers on the
+// manager it is given: it runs at the start of every term (see
+// term_manager.go).
+func (m *Manager) AddPerTerm(setup func(manager.Manager) error) error {
+	if m.direct {
+		return setup(m.Manager)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
-		return errors.New("cannot add a leader-only runnable once this replica leads")
+	m.setups = append(m.setups, setup)
+	return nil
+}
+
+// Add starts r with the manager when it needs no leader election (it says
+// so with NeedLeaderElection() == false), and otherwise once per term. A
+// controller cannot start twice: set controllers up with AddPerTerm.
+func (m *Manager) Add(r manager.Runnable) error {
+	if ler, ok := r.(manager.LeaderElectionRunnable); m.direct || (ok && !ler.NeedLeaderElection()) {
+		return m.Manager.Add(r)
 	}
+	if _, isController := r.(interface{ GetLogger() logr.Logger }); isController {
+		return errors.New("a controller cannot be started in more than one term: set it up with AddPerTerm")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.gated = append(m.gated, r)
 	return nil
 }
 
-// lead runs every gated runnable until ctx ends or one fails.
-func (m *gatedManager) lead(ctx context.Context) error {
+// lead runs one term: the per-term controllers and the gated runnables,
+// until ctx ends or one fails.
+func (m *Manager) lead(ctx context.Context) error {
 	m.mu.Lock()
-	m.started = true
-	runnables := m.gated
+	setups, gated := m.setups, m.gated
 	m.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, len(runnables))
-	for _, r := range runnables {
-		go func() { errs <- r.Start(ctx) }()
-	}
-	var all []error
-	for range runnables {
-		if err := <-errs; err != nil {
-			all = append(all, err)
-			cancel()
-		}
-	}
-	return errors.Join(all...)
+	return runTerm(ctx, m.Manager, setups, gated)
 }
 
 // electionRunnable campaigns beside the caches, health and metrics.
 type electionRunnable struct {
 	elector *Elector
-	gated   *gatedManager
+	gated   *Manager
 }
 
 func (r *electionRunnable) NeedLeaderElection() bool { return false }

@@ -39,7 +39,7 @@ func TestNewManager(t *testing.T) {
 		if elector == nil || elector.Identity() != "cpo-a" {
 			t.Fatalf("elector %v", elector)
 		}
-		gated := mgr.(*gatedManager)
+		gated := mgr
 		if err := mgr.Add(manager.RunnableFunc(nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +62,8 @@ func TestNewManager(t *testing.T) {
 		if err != nil || elector != nil {
 			t.Fatalf("elector %v, err %v", elector, err)
 		}
-		if _, isGated := mgr.(*gatedManager); isGated {
-			t.Fatal("the manager holds runnables back without an election")
+		if err := mgr.Add(manager.RunnableFunc(nil)); err != nil || len(mgr.gated) != 0 {
+			t.Fatalf("the manager holds runnables back without an election (%v)", err)
 		}
 	})
 }

@@ -17,6 +17,13 @@ type observation struct {
 	// rv is the Lease's resourceVersion, or, when it does not exist, that
 	// of the list or deletion that showed it.
 	rv string
+	// resumed is set on the first observation after the observer could
+	// not list or watch the Lease: what it knows is new again. Alone (no
+	// lease, no rv), it says only that the watch is back.
+	resumed bool
+	// blind, alone, says that the observer cannot list or watch the Lease
+	// now: until it resumes, the candidate does not know what happens.
+	blind bool
 }
 
 // minWatchLife is how long a watch must have lasted for the observer to
@@ -29,6 +36,8 @@ const minWatchLife = time.Second
 // only when the server no longer has that version (410 Gone).
 func (e *Elector) observe(ctx context.Context, out chan<- observation) {
 	rv := ""
+	// gap is set while the observer could not list or watch the Lease.
+	gap := false
 	for ctx.Err() == nil {
 		if rv == "" {
 			lctx, cancel := context.WithTimeout(ctx, e.timings.RequestTimeout())
@@ -36,17 +45,21 @@ func (e *Elector) observe(ctx context.Context, out chan<- observation) {
 			cancel()
 			if err != nil {
 				e.log.Info("Failed to list the Lease; retrying", "err", err.Error())
+				if !gap && !send(ctx, out, observation{blind: true}) {
+					return
+				}
+				gap = true
 				e.sleep(ctx, e.timings.RetryPeriod)
 				continue
 			}
-			o := observation{lease: lease, rv: listRV}
+			o := observation{lease: lease, rv: listRV, resumed: gap}
 			if lease != nil {
 				o.rv = lease.ResourceVersion
 			}
 			if !send(ctx, out, o) {
 				return
 			}
-			rv = listRV
+			rv, gap = listRV, false
 		}
 		started := e.clock.Now()
 		w, err := e.api.Watch(ctx, rv)
@@ -56,8 +69,19 @@ func (e *Elector) observe(ctx context.Context, out chan<- observation) {
 				continue
 			}
 			e.log.Info("Failed to watch the Lease; retrying", "err", err.Error())
+			if !gap && !send(ctx, out, observation{blind: true}) {
+				return
+			}
+			gap = true
 			e.sleep(ctx, e.timings.RetryPeriod)
 			continue
+		}
+		if gap {
+			if !send(ctx, out, observation{resumed: true}) {
+				w.Stop()
+				return
+			}
+			gap = false
 		}
 		rv = e.drain(ctx, w, out, rv)
 		w.Stop()

@@ -52,14 +52,21 @@ func ClientOptions() client.Options {
 // control-plane namespace, which several HostedClusters can share.
 const controlPlaneNamespaceIndex = "controlPlaneNamespace"
 
-// SetupWithManager registers the controller, its watches and its index.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+// SetupIndexes registers the cache index the controller uses, once per
+// process, before the cache starts.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &hyperv1.HostedCluster{}, controlPlaneNamespaceIndex, func(obj client.Object) []string {
 		return []string{hyperv1.ControlPlaneNamespace(obj.GetNamespace(), obj.GetName())}
 	})
 	if err != nil {
 		return fmt.Errorf("failed to index HostedClusters by control-plane namespace: %w", err)
 	}
+	return nil
+}
+
+// SetupWithManager registers the controller and its watches (SetupIndexes
+// must have run on the process's manager).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.Election.LeaseDuration, requests: r.clusterFromLease}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
 	return ctrl.NewControllerManagedBy(mgr).
