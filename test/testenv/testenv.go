@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,4 +328,37 @@ func (e *Env) awaitDefaultServiceAccount(t testing.TB, namespace string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// EtcdProcess finds the test control plane's etcd: the child process of
+// this test binary named etcd. Tests freeze it (SIGSTOP) to take the API
+// server's storage away.
+func (e *Env) EtcdProcess() (*os.Process, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return nil, err
+	}
+	parent := strconv.Itoa(os.Getpid())
+	for _, stat := range stats {
+		raw, err := os.ReadFile(stat)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		line := string(raw)
+		open, closing := strings.Index(line, "("), strings.LastIndex(line, ")")
+		if open < 0 || closing < open {
+			continue
+		}
+		fields := strings.Fields(line[closing+1:])
+		if line[open+1:closing] != "etcd" || len(fields) < 2 || fields[1] != parent {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(line[:open]))
+		if err != nil {
+			continue
+		}
+		return os.FindProcess(pid)
+	}
+	return nil, errors.New("no etcd process is a child of this test binary")
 }
