@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -344,5 +345,73 @@ func TestWaitsForTheAPIServer(t *testing.T) {
 	case err := <-p.done:
 		t.Fatalf("the operator exited: %v", err)
 	default:
+	}
+}
+
+// TestRidesOutAnOutage cuts two hypershift-operators off from the API
+// server for 30s, several lease durations: the leader keeps running and
+// leads again when the API server answers, with no handover, and the
+// standby writes nothing.
+func TestRidesOutAnOutage(t *testing.T) {
+	hoNamespace := env.Namespace(t)
+	proxy, err := testenv.StartProxy(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	via := func(user string) string {
+		kubeconfig, err := env.AddUserKubeconfig(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxied, err := proxy.ProxiedKubeconfig(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "--kubeconfig=" + proxied
+	}
+	a := startProcess(t, hoNamespace, "ho-outage-a", "hypershift-operator-a", via("ho-outage-a"))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if h := holder(t, hoNamespace); h != a.pod {
+			return fmt.Errorf("holder %q, want %s", h, a.pod)
+		}
+		return nil
+	})
+	b := startProcess(t, hoNamespace, "ho-outage-b", "hypershift-operator-b", via("ho-outage-b"))
+	testutil.Eventually(t, 30*time.Second, func() error { return healthy(b) })
+	time.Sleep(2 * time.Second)
+	lease := &coordinationv1.Lease{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hoNamespace, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil {
+		t.Fatal(err)
+	}
+	transitions := ptr.Deref(lease.Spec.LeaseTransitions, 0)
+
+	proxy.Stall()
+	time.Sleep(30 * time.Second)
+	proxy.Resume()
+	resumed := time.Now()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, w := range writes(t, a.user) {
+			if w.after(resumed) && strings.Contains(w.what, "leases") {
+				return nil
+			}
+		}
+		return errors.New("the leader has not renewed since the API server answered")
+	})
+	for _, p := range []*process{a, b} {
+		select {
+		case err := <-p.done:
+			t.Fatalf("%s exited during the outage: %v\n%s", p.pod, err, tail(p.output.String(), 2000))
+		default:
+		}
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hoNamespace, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != a.pod || ptr.Deref(lease.Spec.LeaseTransitions, 0) != transitions {
+		t.Fatalf("holder %q transitions %d after the outage, want %s and %d", h, ptr.Deref(lease.Spec.LeaseTransitions, 0), a.pod, transitions)
+	}
+	if w := writes(t, b.user); len(w) != 0 {
+		t.Fatalf("the standby wrote: %v", w)
 	}
 }
