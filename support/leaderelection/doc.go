@@ -19,8 +19,39 @@
 // holder. After a failed renewal it retries every retry period until the
 // renew deadline, counted from the start of its last successful renewal;
 // every request times out by then. At the deadline, or as soon as the watch
-// shows another holder or a deleted Lease, it stops leading, and loss ends
-// the process.
+// shows another holder or a deleted Lease, it stops leading; a loss ends
+// the process (see below for a deadline passed during an outage).
+//
+// # Outages: cut off, not lost
+//
+// When no renewal succeeds by the renew deadline and the API server refused
+// none of them (they timed out, the connection failed, it answered 5xx or
+// 429), the leader stops its leader-only work at the deadline exactly as
+// before, but the process stays: it is cut off, its caches stay warm, and
+// it keeps renewing every retry period with the same compare-and-swap on its
+// own last write. That renewal can succeed only if nobody wrote the Lease
+// meanwhile, so a successful one means nobody else held it: the candidate
+// leads again, in a new term with new controllers on the same cache. A
+// conflict that shows another holder, a deleted Lease, or a refusal ends
+// the process as a loss. A process frozen past its deadline takes the same
+// path: when it runs again, its renewal either succeeds or shows the
+// successor.
+//
+// Followers prefer the incumbent after an outage. A follower that cannot
+// list or watch the Lease is blind: it takes nothing over, and when it
+// sees the Lease again it counts the lease duration from then, not from
+// the last change it saw before the gap. It also reads the Lease before
+// taking over an expired one, and a read that gets no answer counts as a
+// gap too: a late read is harmless where a late takeover write would not
+// be. Waiting longer is always safe; it lets an incumbent that was cut off
+// by the same outage renew first. A holder that is really gone is still
+// replaced one lease duration after the follower sees the API server again
+// (or at once by the hypershift-operator when its pod is gone). A follower
+// whose watch stays open to a frozen API server sees no gap; its read
+// before the takeover then does.
+//
+// Readiness (see Ready) reports a candidate refused by the API server at
+// once, and one cut off for longer than the renew deadline.
 //
 // Release is ordered and scoped to the holder: the leader first stops its
 // leader-only work and waits for it, then reads the Lease and clears the
