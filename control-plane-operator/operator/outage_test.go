@@ -122,7 +122,7 @@ func TestRidesOutAnEtcdOutage(t *testing.T) {
 	awaitComponents(t, cp)
 	time.Sleep(2 * time.Second)
 	transitions := leaseTransitions(t, cp)
-	etcd, err := env.EtcdProcess()
+	etcd, err := env.Process("etcd")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -330,10 +330,10 @@ func (e *Env) awaitDefaultServiceAccount(t testing.TB, namespace string) {
 	}
 }
 
-// EtcdProcess finds the test control plane's etcd: the child process of
-// this test binary named etcd. Tests freeze it (SIGSTOP) to take the API
-// server's storage away.
-func (e *Env) EtcdProcess() (*os.Process, error) {
+// Process finds a process of the test control plane by its program's name
+// (etcd, kube-apiserver): a child of this test binary. Tests freeze one
+// (SIGSTOP) to take the API server, or its storage, away.
+func (e *Env) Process(name string) (*os.Process, error) {
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ func (e *Env) EtcdProcess() (*os.Process, error) {
 			continue
 		}
 		fields := strings.Fields(line[closing+1:])
-		if line[open+1:closing] != "etcd" || len(fields) < 2 || fields[1] != parent {
+		if line[open+1:closing] != name || len(fields) < 2 || fields[1] != parent {
 			continue
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(line[:open]))
@@ -360,5 +360,5 @@ func (e *Env) EtcdProcess() (*os.Process, error) {
 		}
 		return os.FindProcess(pid)
 	}
-	return nil, errors.New("no etcd process is a child of this test binary")
+	return nil, fmt.Errorf("no %s process is a child of this test binary", name)
 }
