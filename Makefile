@@ -130,6 +130,10 @@ bench-election: testbin ## Measure Lease traffic, handover and takeover of our e
 bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-operator, and 1,000 electors, on one API server; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale
 
+.PHONY: bench-outage
+bench-outage: testbin ## Cut 100 leaders and their standbys off from the API server for 30s, 60s and 120s, ours against exit-on-deadline; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/outage
+
 .PHONY: clean
 clean: ## Remove bin/ and the test cache.
 	rm -rf $(BIN)

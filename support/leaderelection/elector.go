@@ -355,6 +355,10 @@ type campaign struct {
 	// blind is set while the observer cannot list or watch the Lease: a
 	// follower then takes nothing over.
 	blind bool
+	// confirmedRV is the expired Lease's resourceVersion a follower read
+	// at confirmedAt, before a takeover (see confirmExpiry).
+	confirmedRV string
+	confirmedAt time.Time
 	// refused is true when the last failed renewal was refused by the API
 	// server (a 403, say), not left unanswered (a transport error, a
 	// timeout, a 5xx): only a refusal ends a holding at the renew deadline;
@@ -435,10 +439,11 @@ func (c *campaign) apply(o observation) {
 }
 
 // tryAcquire takes the Lease with a create or a compare-and-swap update.
-// A Lease another candidate held until it expired is read first: when the
-// API server does not answer the read, its holder may have been cut off by
-// the same outage, so the lease duration is counted again from when it
-// answers. A read that lands late harms no one; a takeover write could.
+// A Lease another candidate held until it expired is read first, twice a
+// retry period apart: when the API server does not answer a read, its
+// holder may have been cut off by the same outage, so the lease duration is
+// counted again from when it answers. A read that lands late harms no one;
+// a takeover write could.
 func (c *campaign) tryAcquire(ctx context.Context) bool {
 	if h := holderOf(c.known); c.known != nil && h != "" && h != c.identity && !c.ignoreGaps {
 		if !c.confirmExpiry(ctx) {
@@ -504,13 +509,27 @@ func (c *campaign) confirmExpiry(ctx context.Context) bool {
 		// Unchanged, and expired by the clock that counts from the last
 		// change seen or from the end of a gap.
 		expiry := c.knownAt.Add(leaseDuration(lease, c.timings.LeaseDuration))
-		return lease.ResourceVersion == rv && !c.clock.Now().Before(expiry)
+		if lease.ResourceVersion != rv || c.clock.Now().Before(expiry) {
+			c.confirmedRV = ""
+			return false
+		}
+		// Twice, a retry period apart: a read that was held up by an
+		// outage and answered as it ended proves nothing about the
+		// incumbent, whose renewal was held up too; within a retry period
+		// of the API server answering, it has renewed.
+		if c.confirmedRV == rv && c.clock.Since(c.confirmedAt) >= c.timings.RetryPeriod {
+			return true
+		}
+		if c.confirmedRV != rv {
+			c.confirmedRV, c.confirmedAt = rv, c.clock.Now()
+		}
 	case apierrors.IsNotFound(err):
 		c.known = nil
 		return true
 	case unanswered(err):
 		c.log.Info("The API server did not answer before a takeover; counting the lease duration again once it does", "err", err.Error())
 		c.apply(observation{resumed: true})
+		c.confirmedRV = ""
 	default:
 		c.log.Info("Failed to read the Lease before a takeover", "err", err.Error())
 	}

@@ -61,6 +61,9 @@ type Election struct {
 	Namespace, Name string
 	// Timings must pass Validate.
 	Timings config.LeaderElection
+	// Identity is the candidate's holder identity; empty means Identity()
+	// (the pod's name). Processes that run several candidates set it.
+	Identity string
 }
 
 // NewManager returns a controller-runtime manager that serves health
@@ -93,9 +96,11 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 	if !election.Enabled {
 		return &Manager{Manager: mgr, direct: true}, nil, nil
 	}
-	identity, err := Identity()
-	if err != nil {
-		return nil, nil, err
+	identity := election.Identity
+	if identity == "" {
+		if identity, err = Identity(); err != nil {
+			return nil, nil, err
+		}
 	}
 	client, err := NewClient(restConfig)
 	if err != nil {
