@@ -283,6 +283,8 @@ func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error)
 			if h := holderOf(c.known); h != c.identity {
 				return lost(fmt.Sprintf("the Lease is now held by %q", h))
 			}
+			// The API server answers again: renew now.
+			c.retryAt = c.clock.Now()
 		case wokeToAct:
 			if why := c.renew(ctx); why != "" {
 				return lost(why)
@@ -545,6 +547,10 @@ func (c *campaign) renew(ctx context.Context) string {
 	timeout := c.timings.RequestTimeout()
 	if left := c.renewedAt.Add(c.timings.RenewDeadline).Sub(start); left > 0 {
 		timeout = min(timeout, left)
+	} else {
+		// Cut off: try often, so that the first renewal after the API
+		// server answers again comes within a retry period or so.
+		timeout = min(timeout, c.timings.RetryPeriod)
 	}
 	deadline := c.renewedAt.Add(c.timings.RenewDeadline)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
