@@ -61,8 +61,7 @@ stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1
 	go run ./hack/devcluster --stop --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: localbin
-localbin: ## Build what the local cluster runs besides the product: the stand-in and a test-only operator build.
-	go build -o $(BIN)/standin ./hack/standin
+localbin: ## Build what the end-to-end tests run besides the product: a test-only operator build.
 	go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
