@@ -16,16 +16,20 @@ type Availability struct {
 }
 
 // Available judges a component from its live workload (nil when it does
-// not exist): available once its controller has observed the latest spec
-// and every desired replica runs it and is available.
+// not exist): available once its controller has observed the latest spec,
+// every desired replica runs it and is available, and no replica of an
+// older spec is left.
 func Available(live client.Object) Availability {
 	switch w := live.(type) {
 	case *appsv1.Deployment:
 		if w == nil {
 			return notFound
 		}
+		// Replicas of an older spec still running (a rolling update's old
+		// pod, ready while the new one is not) mean the rollout is not over.
+		current := w.Status.Replicas <= w.Status.UpdatedReplicas
 		return rollout(w.Generation, w.Status.ObservedGeneration, replicas(w.Spec.Replicas),
-			w.Status.UpdatedReplicas, w.Status.AvailableReplicas, true)
+			w.Status.UpdatedReplicas, w.Status.AvailableReplicas, current)
 	case *appsv1.StatefulSet:
 		if w == nil {
 			return notFound
