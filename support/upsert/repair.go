@@ -26,7 +26,7 @@ type exclusive struct {
 
 // exclusives are the Kubernetes API's pairs, per kind.
 var exclusives = map[schema.GroupKind][]exclusive{
-	{Group: "apps", Kind: "Deployment"}: {{when: []string{"spec", "strategy", "type"}, is: "Recreate", clear: []string{"spec", "strategy", "rollingUpdate"}}},
+	{Group: "apps", Kind: "Deployment"}:  {{when: []string{"spec", "strategy", "type"}, is: "Recreate", clear: []string{"spec", "strategy", "rollingUpdate"}}},
 	{Group: "apps", Kind: "StatefulSet"}: {{when: []string{"spec", "updateStrategy", "type"}, is: "OnDelete", clear: []string{"spec", "updateStrategy", "rollingUpdate"}}},
 	{Group: "apps", Kind: "DaemonSet"}:   {{when: []string{"spec", "updateStrategy", "type"}, is: "OnDelete", clear: []string{"spec", "updateStrategy", "rollingUpdate"}}},
 }

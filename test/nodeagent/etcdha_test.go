@@ -108,4 +108,3 @@ func etcdMembers(ns string, aliases []corev1.HostAlias, initialCluster string) *
 		},
 	}
 }
-
