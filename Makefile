@@ -53,7 +53,7 @@ KEEP ?=
 KEEP_FLAG = $(if $(KEEP),--keep-state)
 
 .PHONY: run
-run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
+run: build testbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
 	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: stop
@@ -128,6 +128,10 @@ bench-election: testbin ## Measure Lease traffic, handover and takeover of our e
 .PHONY: bench-scale
 bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-operator, and 1,000 electors, on one API server; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale
+
+.PHONY: bench-controlplanes
+bench-controlplanes: build testbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes
 
 .PHONY: clean
 clean: ## Remove bin/ and the test cache.
