@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +67,15 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 		return fmt.Errorf("failed to get the workload of %s: %w", c.Name(), err)
 	}
 	availability := component.Available(live)
+	if !availability.Available {
+		unbound, err := r.unboundClaims(ctx, live)
+		if err != nil {
+			return err
+		}
+		if len(unbound) > 0 {
+			availability = component.ClaimsUnbound(unbound)
+		}
+	}
 	s.availability[c.Name()] = availability
 	if waiting := s.notRolledOut(c.DependsOn()); len(waiting) > 0 {
 		if !availability.Available {
@@ -88,6 +98,23 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 	}
 	s.rolledOut[c.Name()] = availability.Available
 	return nil
+}
+
+// unboundClaims returns the claims of live's pods that exist and are not
+// bound yet (a claim not created yet is not a problem of its own).
+func (r *Reconciler) unboundClaims(ctx context.Context, live client.Object) ([]string, error) {
+	var unbound []string
+	for _, name := range component.Claims(live) {
+		claim := &corev1.PersistentVolumeClaim{}
+		switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: live.GetNamespace(), Name: name}, claim); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("failed to get claim %s: %w", name, err)
+		case claim.Status.Phase != corev1.ClaimBound:
+			unbound = append(unbound, name)
+		}
+	}
+	return unbound, nil
 }
 
 // notRolledOut returns which of names have not rolled out.
