@@ -53,7 +53,7 @@ KEEP ?=
 KEEP_FLAG = $(if $(KEEP),--keep-state)
 
 .PHONY: run
-run: build testbin localbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
+run: build testbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
 	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: stop
@@ -61,8 +61,7 @@ stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1
 	go run ./hack/devcluster --stop --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: localbin
-localbin: ## Build what the local cluster runs besides the product: the stand-in and a test-only operator build.
-	go build -o $(BIN)/standin ./hack/standin
+localbin: ## Build what the end-to-end tests run besides the product: a test-only operator build.
 	go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
@@ -133,6 +132,10 @@ bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-opera
 .PHONY: bench-outage
 bench-outage: testbin ## Cut 100 leaders and their standbys off from the API server for 30s, 60s and 120s, ours against exit-on-deadline; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/outage
+
+.PHONY: bench-controlplanes
+bench-controlplanes: build testbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes
 
 .PHONY: clean
 clean: ## Remove bin/ and the test cache.

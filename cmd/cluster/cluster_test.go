@@ -55,7 +55,8 @@ func execute(ctx context.Context, root func() *cobra.Command, args ...string) (s
 func TestCreateRenderGolden(t *testing.T) {
 	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--name=demo", "--namespace=clusters",
 		"--release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`),
-		"--control-plane-availability-policy=HighlyAvailable", "--infra-id=demo-x7k2p", "--cluster-id=0b7d6a6e-4f2b-4c1e-9f7a-3d2c1b0a9e8f", "--render")
+		"--control-plane-availability-policy=HighlyAvailable", "--infra-id=demo-x7k2p", "--cluster-id=0b7d6a6e-4f2b-4c1e-9f7a-3d2c1b0a9e8f",
+		"--external-api-server-address=api.demo.example.com", "--render")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,15 +103,66 @@ func startOperator(t *testing.T) {
 	hotest.StartOperator(t, env.Config, func(r *hostedcluster.Reconciler) { r.TeardownTimeout = 2 * time.Second })
 }
 
+// standInControlPlane acts as the CPO once the HostedControlPlane hcpKey
+// exists: it publishes kubeconfig as the admin kubeconfig and reports the
+// control plane ready.
+func standInControlPlane(t *testing.T, hcpKey client.ObjectKey, image string, kubeconfig []byte) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			hcp := &hyperv1.HostedControlPlane{}
+			if err := env.Client.Get(t.Context(), hcpKey, hcp); err != nil {
+				return err
+			}
+			secret := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: hcpKey.Namespace, Name: hyperv1.AdminKubeconfigSecretName,
+					Annotations: map[string]string{hyperv1.ClusterAnnotation: hcp.Annotations[hyperv1.ClusterAnnotation]}},
+				Data: map[string][]byte{hyperv1.KubeconfigKey: kubeconfig},
+			}
+			if err := env.Client.Create(t.Context(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage = true, "4.17.0", image
+			hcp.Status.KubeConfig = &hyperv1.KubeconfigSecretRef{Name: secret.Name, Key: hyperv1.KubeconfigKey}
+			hcp.Status.Conditions = []metav1.Condition{{Type: "Available", Status: "True", Reason: "AsExpected", Message: "ready", LastTransitionTime: metav1.Now()}}
+			return env.Client.Status().Update(t.Context(), hcp)
+		})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no HostedControlPlane to report on: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // TestCreateWaitAndDestroy creates a cluster with --wait while the HO runs
-// and a stand-in CPO reports the control plane ready, then destroys it
-// with --wait.
+// and a stand-in CPO reports the control plane ready and publishes an admin
+// kubeconfig (to the test's API server, standing in for the hosted one):
+// --wait returns once a request with that kubeconfig succeeds. The
+// kube-apiserver is published at the node's address. Then it destroys the
+// cluster with --wait.
 func TestCreateWaitAndDestroy(t *testing.T) {
 	startOperator(t)
 	kubeconfig, err := env.AddUserKubeconfig("cli-admin", "system:masters")
 	if err != nil {
 		t.Fatal(err)
 	}
+	hostedKubeconfig, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cli-node"}}
+	if err := env.Client.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "cli-node"}, {Type: corev1.NodeInternalIP, Address: "192.0.2.7"}}
+	if err := env.Client.Status().Update(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
 	registry := releasetest.NewRegistry(t)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
 	ns := "clusters-cli"
@@ -126,32 +178,16 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 		created <- result{out, err}
 	}()
 
-	// Act as the CPO: report the control plane ready once it exists.
-	hcpKey := client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "demo"), Name: "demo"}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			hcp := &hyperv1.HostedControlPlane{}
-			if err := env.Client.Get(t.Context(), hcpKey, hcp); err != nil {
-				return err
-			}
-			hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage = true, "4.17.0", image
-			hcp.Status.Conditions = []metav1.Condition{{Type: "Available", Status: "True", Reason: "AsExpected", Message: "ready", LastTransitionTime: metav1.Now()}}
-			return env.Client.Status().Update(t.Context(), hcp)
-		})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no HostedControlPlane to report on: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "demo"), Name: "demo"}, image, hostedKubeconfig)
 	res := <-created
 	if res.err != nil {
 		t.Fatalf("create --wait failed: %v\n%s", res.err, res.out)
 	}
-	for _, want := range []string{"HostedCluster " + ns + "/demo created", "HostedCluster " + ns + "/demo is Available"} {
+	for _, want := range []string{
+		"Publishing the kube-apiserver on a NodePort at 192.0.2.7, the InternalIP of node cli-node",
+		"HostedCluster " + ns + "/demo created", "HostedCluster " + ns + "/demo is Available",
+		"The hosted cluster's API answers at " + strings.TrimSuffix(env.Config.Host, "/"),
+	} {
 		if !strings.Contains(res.out, want) {
 			t.Errorf("create output lacks %q:\n%s", want, res.out)
 		}
@@ -162,6 +198,9 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 	}
 	if hc.Spec.Release.Image != image || hc.Spec.PullSecret.Name != "demo-pull-secret" || hc.Spec.InfraID == "" || hc.Spec.ClusterID == "" {
 		t.Errorf("the HostedCluster is not as rendered: %+v", hc.Spec)
+	}
+	if p := hyperv1.APIServerPublishing(hc.Spec.Services); p == nil || p.Type != hyperv1.NodePort || p.NodePort.Address != "192.0.2.7" {
+		t.Errorf("the kube-apiserver is not published at the node's address: %+v", hc.Spec.Services)
 	}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo-pull-secret"}, &corev1.Secret{}); err != nil {
 		t.Errorf("the pull secret was not created: %v", err)
@@ -182,6 +221,9 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 		}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, &hyperv1.HostedCluster{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the HostedCluster is still there after destroy --wait returned (%v)\n%s", err, out)
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo-admin-kubeconfig"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the admin kubeconfig copy is still there (%v)", err)
 		}
 		if !strings.Contains(out, "is gone") {
 			t.Errorf("destroy output:\n%s", out)
@@ -254,5 +296,40 @@ func TestCreateRefusesAControlPlaneNamespaceOfAnother(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCreateWaitNeedsAWorkingKubeconfig: a cluster reported Available
+// whose admin kubeconfig reaches no API server is not done waiting for, and
+// the progress says why.
+func TestCreateWaitNeedsAWorkingKubeconfig(t *testing.T) {
+	startOperator(t)
+	kubeconfig, err := env.AddUserKubeconfig("cli-admin-3", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	ns := "clusters-dead"
+	dead := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n")
+	type result struct {
+		out string
+		err error
+	}
+	created := make(chan result, 1)
+	go func() {
+		out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=dead", "--namespace="+ns,
+			"--release-image="+image, "--pull-secret="+pullSecretFile(t, string(registry.DockerConfigJSON("u", "p"))),
+			"--external-api-server-address=127.0.0.1", "--wait", "--timeout=20s")
+		created <- result{out, err}
+	}()
+	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "dead"), Name: "dead"}, image, dead)
+	res := <-created
+	if res.err == nil || !strings.Contains(res.err.Error(), "the admin kubeconfig of HostedCluster "+ns+"/dead did not work within 20s") {
+		t.Fatalf("create --wait returned %v\n%s", res.err, res.out)
+	}
+	if !strings.Contains(res.out, "HostedCluster "+ns+"/dead is Available") || !strings.Contains(res.out, "the hosted API at https://127.0.0.1:1 does not answer yet") {
+		t.Errorf("the progress does not say what blocks:\n%s", res.out)
 	}
 }

@@ -1,6 +1,7 @@
 // Package cluster implements `hypershift create cluster` and `hypershift
 // destroy cluster`: the HostedCluster, its namespace and pull secret, and
-// waiting, with progress a user can read, for it to come up or go away.
+// waiting, with progress a user can read, for it to come up (until its
+// admin kubeconfig works) or go away.
 package cluster
 
 import (
@@ -15,11 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -32,9 +31,12 @@ type CreateOptions struct {
 	Name, Namespace, ReleaseImage, PullSecretFile string
 	AvailabilityPolicy                            string
 	InfraID, ClusterID                            string
-	Render, Wait                                  bool
-	Timeout                                       time.Duration
-	kube                                          util.KubeconfigFlags
+	// ExternalAPIServerAddress is where clients reach the kube-apiserver's
+	// NodePort; empty means the first node's address.
+	ExternalAPIServerAddress string
+	Render, Wait             bool
+	Timeout                  time.Duration
+	kube                     util.KubeconfigFlags
 }
 
 // NewCreateCommand returns `hypershift create` with `cluster none`.
@@ -45,10 +47,11 @@ func NewCreateCommand() *cobra.Command {
 	none := &cobra.Command{
 		Use:   "none",
 		Short: "Create a HostedCluster on platform None (workers brought by you)",
-		Example: `  # Create a cluster and wait until it is available
+		Example: `  # Create a cluster and wait until its API answers with the admin kubeconfig
   hypershift create cluster none --name=demo --namespace=clusters \
     --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 \
-    --pull-secret=pull-secret.json --wait --timeout=20m
+    --pull-secret=pull-secret.json --external-api-server-address=api.demo.example.com --wait --timeout=20m
+  hypershift create kubeconfig --name=demo --namespace=clusters > demo.kubeconfig
 
   # Print the objects instead of creating them
   hypershift create cluster none --name=demo --release-image=... --pull-secret=pull-secret.json --render`,
@@ -66,7 +69,9 @@ func NewCreateCommand() *cobra.Command {
 	fs.StringVar(&o.InfraID, "infra-id", "", "The infrastructure ID; generated from the name when empty.")
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "The cluster ID (a UUID); generated when empty.")
 	fs.BoolVar(&o.Render, "render", false, "Print the objects as YAML instead of creating them.")
-	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available.")
+	fs.StringVar(&o.ExternalAPIServerAddress, "external-api-server-address", "",
+		"The address (IP or DNS name) clients reach the kube-apiserver's NodePort on; by default the first node's ExternalDNS, ExternalIP or InternalIP address.")
+	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available and a request with its admin kubeconfig succeeds.")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
 	for _, flag := range []string{"name", "release-image", "pull-secret"} {
@@ -78,6 +83,8 @@ func NewCreateCommand() *cobra.Command {
 }
 
 // Objects returns the namespace, pull secret and HostedCluster to create.
+// The kube-apiserver is published on a NodePort at
+// ExternalAPIServerAddress, when there is one.
 func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 	infraID := o.InfraID
 	if infraID == "" {
@@ -106,9 +113,25 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 				PullSecret:                   hyperv1.LocalObjectReference{Name: secretName},
 				InfraID:                      infraID,
 				ClusterID:                    clusterID,
+				Services:                     o.services(),
 			},
 		},
 	}
+}
+
+// services publishes the kube-apiserver on a NodePort at
+// ExternalAPIServerAddress, as HyperShift's platform None does.
+func (o *CreateOptions) services() []hyperv1.ServicePublishingStrategyMapping {
+	if o.ExternalAPIServerAddress == "" {
+		return nil
+	}
+	return []hyperv1.ServicePublishingStrategyMapping{{
+		Service: hyperv1.APIServer,
+		ServicePublishingStrategy: hyperv1.ServicePublishingStrategy{
+			Type:     hyperv1.NodePort,
+			NodePort: &hyperv1.NodePortPublishingStrategy{Address: o.ExternalAPIServerAddress},
+		},
+	}}
 }
 
 func (o *CreateOptions) validate() error {
@@ -132,9 +155,8 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("failed to read --pull-secret: %w", err)
 	}
-	objects := o.Objects(pullSecret)
 	if o.Render {
-		return install.Render(out, "yaml", objects)
+		return install.Render(out, "yaml", o.Objects(pullSecret))
 	}
 	cfg, err := o.kube.RESTConfig()
 	if err != nil {
@@ -147,7 +169,12 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if err := o.checkControlPlaneNamespace(ctx, c); err != nil {
 		return util.Explain(cfg.Host, err)
 	}
-	for _, obj := range objects {
+	if o.ExternalAPIServerAddress == "" {
+		if o.ExternalAPIServerAddress, err = nodeAddress(ctx, c, out); err != nil {
+			return util.Explain(cfg.Host, err)
+		}
+	}
+	for _, obj := range o.Objects(pullSecret) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind // Create clears it
 		err := c.Create(ctx, obj)
 		switch {
@@ -165,7 +192,14 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if !o.Wait {
 		return nil
 	}
-	return util.Explain(cfg.Host, waitAvailable(ctx, c, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, o.Timeout, out))
+	// One deadline for both waits.
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	k := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
+	if err := waitAvailable(ctx, c, k, o.Timeout, out); err != nil {
+		return util.Explain(cfg.Host, err)
+	}
+	return util.Explain(cfg.Host, waitKubeconfig(ctx, c, k, o.Timeout, out))
 }
 
 // checkControlPlaneNamespace refuses, before anything is created, a cluster
@@ -197,43 +231,6 @@ func (o *CreateOptions) checkControlPlaneNamespace(ctx context.Context, c client
 		return fmt.Errorf("failed to list HostedClusters: %w", err)
 	}
 	return nil
-}
-
-// waitAvailable waits for Available=True, printing which condition blocks.
-func waitAvailable(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
-	last := ""
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		hc := &hyperv1.HostedCluster{}
-		if err := c.Get(ctx, k, hc); err != nil {
-			return false, err
-		}
-		if cond := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); cond != nil && cond.Status == metav1.ConditionTrue {
-			return true, nil
-		}
-		progress := "Waiting for HostedCluster " + k.String() + ": " + blocking(hc)
-		if progress != last {
-			_, _ = fmt.Fprintln(out, progress)
-			last = progress
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("HostedCluster %s was not Available within %s (%s): %w", k, timeout, last, err)
-	}
-	_, _ = fmt.Fprintf(out, "HostedCluster %s is Available\n", k)
-	return nil
-}
-
-// blocking names the condition that holds the cluster back: a failed
-// prerequisite first, then Available itself.
-func blocking(hc *hyperv1.HostedCluster) string {
-	for _, t := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, hyperv1.ReconciliationActive, hyperv1.ReconciliationSucceeded, hyperv1.Available} {
-		cond := meta.FindStatusCondition(hc.Status.Conditions, t)
-		if cond != nil && cond.Status != metav1.ConditionTrue {
-			return fmt.Sprintf("%s=%s (%s: %s)", t, cond.Status, cond.Reason, cond.Message)
-		}
-	}
-	return "no status yet: is the hypershift-operator running?"
 }
 
 func key(obj client.Object) string {

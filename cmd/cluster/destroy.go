@@ -32,6 +32,12 @@ func NewDestroyCommand() *cobra.Command {
 	clusterCmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Delete a HostedCluster and, with --wait, wait until its control plane is gone",
+		Long: `Delete a HostedCluster. The hypershift-operator tears its control plane down:
+the control-plane-operator removes the components, then the control-plane
+namespace is deleted with everything in it, etcd's persistent volume claims
+among them: the hosted cluster's data goes with the namespace and cannot be
+recovered. The copy of the admin kubeconfig (<name>-admin-kubeconfig) goes
+too. With --wait, it reports each step until the HostedCluster is gone.`,
 		Example: `  # Delete and wait for the teardown, reporting each step
   hypershift destroy cluster --name=demo --namespace=clusters --wait --timeout=10m`,
 		Args: cobra.NoArgs,
@@ -86,8 +92,11 @@ func (o *DestroyOptions) Run(ctx context.Context, out io.Writer) error {
 		}
 		return false, nil
 	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("HostedCluster %s was not gone within %s (%s)", k, o.Timeout, last)
+	}
 	if err != nil {
-		return util.Explain(cfg.Host, fmt.Errorf("HostedCluster %s was not gone within %s (%s): %w", k, o.Timeout, last, err))
+		return util.Explain(cfg.Host, fmt.Errorf("failed to wait for HostedCluster %s to go: %w", k, err))
 	}
 	_, _ = fmt.Fprintf(out, "HostedCluster %s is gone\n", k)
 	return nil

@@ -1,5 +1,6 @@
 // Command hypershift is the project's CLI: it installs the hypershift-operator,
-// creates and destroys hosted clusters, and shows who leads each one.
+// creates and destroys hosted clusters, prints their kubeconfigs, and shows
+// who leads each one.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
 	"github.com/hypershift-le/hypershift/cmd/util"
 	"github.com/hypershift-le/hypershift/cmd/version"
 )
@@ -23,13 +25,16 @@ func newRootCommand() *cobra.Command {
 		Use:   "hypershift",
 		Short: "Install the hypershift-operator and manage hosted control planes",
 		Example: `  hypershift install --wait-until-available
-  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json
+  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json --wait
+  hypershift create kubeconfig --name=demo > demo.kubeconfig
   hypershift get leaders -A
   hypershift destroy cluster --name=demo --wait`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(install.NewCommand(), cluster.NewCreateCommand(), cluster.NewDestroyCommand(), get.NewCommand(), version.NewCommand())
+	create := cluster.NewCreateCommand()
+	create.AddCommand(kubeconfig.NewCommand())
+	root.AddCommand(install.NewCommand(), create, cluster.NewDestroyCommand(), get.NewCommand(), version.NewCommand())
 	return root
 }
 

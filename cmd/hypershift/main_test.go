@@ -56,6 +56,7 @@ func TestCommandErrors(t *testing.T) {
 		{name: "when the timings break the invariant", args: []string{"install", "render", "--leader-elect-renew-deadline=2m"}, want: "lease duration (1m0s) must exceed the renew deadline (2m0s)"},
 		{name: "when the API server is down (install)", args: []string{"install", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when the API server is down (get leaders)", args: []string{"get", "leaders", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
+		{name: "when the API server is down (create kubeconfig)", args: []string{"create", "kubeconfig", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when the API server is down (destroy)", args: []string{"destroy", "cluster", "--name=x", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 	}
 	for _, tt := range tests {

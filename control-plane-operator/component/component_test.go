@@ -63,9 +63,11 @@ func TestAvailable(t *testing.T) {
 		return &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Generation: generation},
 			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
-			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, AvailableReplicas: available},
+			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: max(updated, 3), UpdatedReplicas: updated, AvailableReplicas: available},
 		}
 	}
+	surging := deployment(2, 2, 3, 3)
+	surging.Status.Replicas = 4
 	statefulSet := func(current, update string, updated, available int32) *appsv1.StatefulSet {
 		return &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Generation: 2},
@@ -84,6 +86,7 @@ func TestAvailable(t *testing.T) {
 		{name: "when the controller has not seen the latest spec, it is rolling out", live: deployment(2, 1, 3, 3), wantReason: "RollingOut"},
 		{name: "when a replica runs an older spec, it is rolling out", live: deployment(2, 2, 2, 3), wantReason: "RollingOut"},
 		{name: "when a replica is not available, it is not available", live: deployment(2, 2, 3, 2), wantReason: "ReplicasUnavailable"},
+		{name: "when a replica of the older spec still runs beside the new ones, it is rolling out", live: surging, wantReason: "RollingOut"},
 		{name: "when every replica runs the latest spec and is available, it is available", live: deployment(2, 2, 3, 3), want: true, wantReason: "AsExpected"},
 		{name: "when a StatefulSet's revisions differ, it is rolling out", live: statefulSet("a", "b", 3, 3), wantReason: "RollingOut"},
 		{name: "when a StatefulSet runs its update revision everywhere, it is available", live: statefulSet("b", "b", 3, 3), want: true, wantReason: "AsExpected"},

@@ -16,36 +16,50 @@ import (
 )
 
 // TestTamperedComponentsAreRepaired changes, as another field manager, a
-// field of every object the CPO renders (the component Deployments'
-// images and the Services' ports) and expects each back within 10s; once
-// repaired, the CPO writes nothing more.
+// field of every object the CPO renders (the workloads' images and the
+// Services' ports) and expects each back within 10s; once repaired, the
+// CPO writes nothing more. The workloads are applied one layer at a time
+// once what they depend on has rolled out, so the test first rolls each
+// out as it appears, and rolls a repaired workload out again, as its
+// controller would, before it tampers with the next.
 func TestTamperedComponentsAreRepaired(t *testing.T) {
 	cp := newControlPlane(t, false)
 	c := startCPO(t, cp, "cpo-a", cp.releaseImage)
 	awaitHolder(t, cp, 30*time.Second, "cpo-a")
 	awaitComponents(t, cp)
-	time.Sleep(time.Second)
+	rollOutAll(t, cp)
+	awaitReady(t, cp)
 
 	inComponent := client.HasLabels{component.ComponentLabel}
+	statefulSets := &appsv1.StatefulSetList{}
 	deployments := &appsv1.DeploymentList{}
 	services := &corev1.ServiceList{}
-	for _, list := range []client.ObjectList{deployments, services} {
+	for _, list := range []client.ObjectList{statefulSets, deployments, services} {
 		if err := env.Client.List(t.Context(), list, client.InNamespace(cp.namespace), inComponent); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(deployments.Items) == 0 || len(services.Items) == 0 {
-		t.Fatalf("found %d Deployments and %d Services to tamper with", len(deployments.Items), len(services.Items))
+	if len(statefulSets.Items) != 1 || len(deployments.Items) != 3 || len(services.Items) == 0 {
+		t.Fatalf("found %d StatefulSets, %d Deployments and %d Services to tamper with", len(statefulSets.Items), len(deployments.Items), len(services.Items))
+	}
+	var workloads []client.Object
+	for i := range statefulSets.Items {
+		workloads = append(workloads, &statefulSets.Items[i])
 	}
 	for i := range deployments.Items {
-		want := deployments.Items[i].Spec.Template.Spec.Containers
-		tamperAndAwait(t, &deployments.Items[i], types.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[{"name":"`+want[0].Name+`","image":"registry.example/evil:1"}]}}}}`,
+		workloads = append(workloads, &deployments.Items[i])
+	}
+	for _, w := range workloads {
+		want := podTemplate(w).Spec.Containers
+		tamperAndAwait(t, w, types.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[{"name":"`+want[0].Name+`","image":"registry.example/evil:1"}]}}}}`,
 			func(obj client.Object) error {
-				if got := obj.(*appsv1.Deployment).Spec.Template.Spec.Containers; !equality.Semantic.DeepEqual(got, want) {
+				if got := podTemplate(obj).Spec.Containers; !equality.Semantic.DeepEqual(got, want) {
 					return fmt.Errorf("containers still differ: image %s", got[0].Image)
 				}
 				return nil
 			})
+		rollOut(t, cp, w)
+		awaitReady(t, cp)
 	}
 	for i := range services.Items {
 		want := services.Items[i].Spec.Ports
@@ -65,6 +79,33 @@ func TestTamperedComponentsAreRepaired(t *testing.T) {
 			t.Errorf("once repaired, the CPO still wrote: %s", w)
 		}
 	}
+}
+
+// podTemplate returns a workload's pod template.
+func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	}
+	return &corev1.PodTemplateSpec{}
+}
+
+// awaitReady waits until the HostedControlPlane reports every component
+// rolled out.
+func awaitReady(t *testing.T, cp *controlPlane) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		hcp, err := getHCP(t, cp)
+		if err != nil {
+			return err
+		}
+		if !hcp.Status.Ready {
+			return fmt.Errorf("not ready: %+v", hcp.Status.Conditions)
+		}
+		return nil
+	})
 }
 
 // tamperAndAwait patches obj as another field manager and waits up to 10s

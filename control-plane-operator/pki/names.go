@@ -1,6 +1,10 @@
 package pki
 
-import "time"
+import (
+	"time"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
 
 // Names of the Secrets in the control-plane namespace. They are contracts:
 // the components mount them by these names.
@@ -23,7 +27,7 @@ const (
 	ServiceAccountKeySecret = "sa-signing-key"
 	// AdminKubeconfigSecret holds a system:masters kubeconfig that reaches
 	// the kube-apiserver at its published endpoint.
-	AdminKubeconfigSecret = "admin-kubeconfig"
+	AdminKubeconfigSecret = hyperv1.AdminKubeconfigSecretName
 	// KubeControllerManagerKubeconfigSecret holds kube-controller-manager's
 	// kubeconfig.
 	KubeControllerManagerKubeconfigSecret = "kube-controller-manager-kubeconfig"
@@ -48,7 +52,7 @@ const (
 	// ServiceAccountPublicKeyKey holds its public key.
 	ServiceAccountPublicKeyKey = "service-account.pub"
 	// KubeconfigKey holds a kubeconfig with its credentials inline.
-	KubeconfigKey = "kubeconfig"
+	KubeconfigKey = hyperv1.KubeconfigKey
 )
 
 // Lifetimes.

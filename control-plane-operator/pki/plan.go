@@ -25,6 +25,9 @@ const (
 	MastersGroup = "system:masters"
 	// EtcdClientUser is kube-apiserver's name towards etcd.
 	EtcdClientUser = "kube-apiserver-etcd-client"
+	// EtcdPeerUser is the name etcd members present to each other: the
+	// only name a member accepts from a peer.
+	EtcdPeerUser = "etcd-peer"
 )
 
 // Names are the DNS names and IP addresses a certificate covers.
@@ -133,7 +136,7 @@ func Plan(in Inputs, live map[string]*corev1.Secret, now time.Time) (*Result, er
 			return p.leaf(EtcdServerSecret, etcd, names("etcd-server", nil, in.EtcdServer, serverAndClient))
 		},
 		func() error {
-			return p.leaf(EtcdPeerSecret, etcd, names("etcd-peer", nil, in.EtcdPeer, serverAndClient))
+			return p.leaf(EtcdPeerSecret, etcd, names(EtcdPeerUser, nil, in.EtcdPeer, serverAndClient))
 		},
 		func() error { return p.leaf(EtcdClientSecret, etcd, names(EtcdClientUser, nil, Names{}, client)) },
 		func() error {

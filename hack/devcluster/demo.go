@@ -3,42 +3,95 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 )
 
-// createDemo creates the demo HostedCluster and waits until it is
-// Available; a HostedCluster kept from an earlier run is only waited for.
+// demoKey is the demo HostedCluster.
+var demoKey = client.ObjectKey{Namespace: "clusters", Name: "demo"}
+
+// createDemo creates the demo HostedCluster, its API published on a
+// NodePort of 127.0.0.1, and waits until its admin kubeconfig works; a
+// HostedCluster kept from an earlier run is only waited for.
 func createDemo(ctx context.Context, c *localcluster.Cluster, pullSecret string) error {
-	key := client.ObjectKey{Namespace: "clusters", Name: "demo"}
 	hc := &hyperv1.HostedCluster{}
-	err := c.Env.Client.Get(ctx, key, hc)
+	err := c.Env.Client.Get(ctx, demoKey, hc)
 	if apierrors.IsNotFound(err) {
 		release := c.Registry.Releases[localcluster.Versions[0]]
 		return execute(ctx, cluster.NewCreateCommand(), "cluster", "none", "--kubeconfig="+c.Kubeconfig,
-			"--name=demo", "--namespace=clusters", "--release-image="+release, "--pull-secret="+pullSecret, "--wait", "--timeout=5m")
+			"--name="+demoKey.Name, "--namespace="+demoKey.Namespace, "--release-image="+release, "--pull-secret="+pullSecret,
+			"--external-api-server-address=127.0.0.1", "--wait", "--timeout=8m")
 	}
 	if err != nil {
-		return fmt.Errorf("failed to get HostedCluster %s: %w", key, err)
+		return fmt.Errorf("failed to get HostedCluster %s: %w", demoKey, err)
 	}
-	fmt.Printf("HostedCluster %s kept from the last run\n", key)
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Env.Client.Get(ctx, key, hc); err != nil {
-			return false, nil
-		}
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hyperv1.Available), nil
+	fmt.Printf("HostedCluster %s kept from the last run; waiting until its API answers\n", demoKey)
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 8*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := demoKubeconfig(ctx, c)
+		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("HostedCluster %s is not Available: %w", key, err)
+		return fmt.Errorf("the API of HostedCluster %s does not answer: %w", demoKey, err)
 	}
-	fmt.Printf("HostedCluster %s is Available\n", key)
+	fmt.Printf("HostedCluster %s serves its API\n", demoKey)
 	return nil
+}
+
+// demoKubeconfig returns the demo's admin kubeconfig once a request with
+// it succeeds.
+func demoKubeconfig(ctx context.Context, c *localcluster.Cluster) ([]byte, error) {
+	hc := &hyperv1.HostedCluster{}
+	if err := c.Env.Client.Get(ctx, demoKey, hc); err != nil {
+		return nil, err
+	}
+	data, err := kubeconfig.Get(ctx, c.Env.Client, hc)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	hosted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := hosted.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// writeDemoKubeconfig writes the demo's admin kubeconfig into the state
+// directory, as `hypershift create kubeconfig` prints it, and returns its
+// path and the API's address.
+func writeDemoKubeconfig(ctx context.Context, c *localcluster.Cluster, stateDir string) (string, string, error) {
+	data, err := demoKubeconfig(ctx, c)
+	if err != nil {
+		return "", "", err
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return "", "", err
+	}
+	server := ""
+	if current := cfg.Contexts[cfg.CurrentContext]; current != nil && cfg.Clusters[current.Cluster] != nil {
+		server = cfg.Clusters[current.Cluster].Server
+	}
+	path := filepath.Join(stateDir, "demo.kubeconfig")
+	return path, server, os.WriteFile(path, data, 0o600)
 }

@@ -2,8 +2,9 @@
 // foreground: the local cluster (real etcd, kube-apiserver and
 // kube-controller-manager, a node agent that runs pods as processes, a
 // registry with two release payloads), the hypershift-operator installed by
-// `hypershift install`, and a demo HostedCluster that it waits to be
-// Available. It is what `make run` starts; Ctrl-C or `make stop` stops it
+// `hypershift install`, and a demo HostedCluster, published on a NodePort of
+// 127.0.0.1, that it waits to serve its API; it writes the demo's admin
+// kubeconfig into the state directory and prints how to use it. It is what `make run` starts; Ctrl-C or `make stop` stops it
 // and removes its state, unless it runs with --keep-state (`make run
 // KEEP=1`): then its state stays when it stops, and the next run with
 // --keep-state carries on from it, with the same objects, claims and data.
@@ -105,18 +106,28 @@ func run(binDir, stateDir, pidFile string, keep bool) error {
 	if err := createDemo(ctx, c, pullSecret); err != nil {
 		return err
 	}
+	hostedKubeconfig, server, err := writeDemoKubeconfig(ctx, c, stateDir)
+	if err != nil {
+		return fmt.Errorf("failed to write the demo's kubeconfig: %w", err)
+	}
 	fmt.Printf(`
-The local cluster runs, with HostedCluster clusters/demo Available.
+The local cluster runs, with HostedCluster clusters/demo Available: a real
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler, its API at
+%[6]s (a NodePort of 127.0.0.1).
+Use the hosted cluster (its admin kubeconfig, as hypershift create kubeconfig prints it):
+  bin/hypershift create kubeconfig --kubeconfig=%[1]s --name=demo --namespace=clusters > %[7]s
+  kubectl --kubeconfig=%[7]s get namespaces
+  kubectl --kubeconfig=%[7]s create configmap hello --from-literal=who=me
+Watch the management cluster:
   export KUBECONFIG=%[1]s
   bin/hypershift get leaders -A
   kubectl get hostedclusters -A
-  kubectl -n clusters-demo get lease control-plane-operator-leader-elect -o yaml
   kubectl -n clusters-demo get pods -o wide
-Upgrade it to the second payload:
+Upgrade it to the second payload (the control-plane-operator, then etcd, the kube-apiserver, the controllers):
   kubectl -n clusters patch hostedcluster demo --type=merge -p '{"spec":{"release":{"image":"%[2]s"}}}'
 Logs of every pod: %[3]s/node/logs   Audit log: %[4]s
 Press Ctrl-C (or run make stop) to stop it%[5]s.
-`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep))
+`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig)
 	<-ctx.Done()
 	return nil
 }

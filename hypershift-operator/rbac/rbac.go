@@ -24,7 +24,7 @@ var (
 // its control-plane namespace: its Lease (create cannot be limited by name;
 // get, update, and list and watch with a metadata.name field selector are),
 // the hosted control plane's Deployments, StatefulSet, PodDisruptionBudgets,
-// Services and Secrets (its PKI, and the pull secret the HO copies next to
+// Services and Secrets, reading its claims, (its PKI, and the pull secret the HO copies next to
 // it), its HostedControlPlane and that object's status and finalizers, and
 // events.
 func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
@@ -34,6 +34,9 @@ func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: readWrite},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readWrite},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
+		// etcd's claims, to say why it does not start (never written: they
+		// hold the data).
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: read},
 		// The hosted control plane's PKI (watched, so a deleted Secret comes
 		// back; never deleted by the CPO: keys and the CA hold data).
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},

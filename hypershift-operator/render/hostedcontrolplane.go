@@ -8,7 +8,8 @@ import (
 )
 
 // HostedControlPlane is the control-plane-operator's input, copied from the
-// HostedCluster with the release image resolved. pausedUntil is left out: the
+// HostedCluster with the release image resolved (spec.services among it:
+// how the kube-apiserver is published). pausedUntil is left out: the
 // HO writes it with a field owner of its own, so that pausing works while the
 // rest of the spec is frozen.
 func HostedControlPlane(in Inputs) *hyperv1.HostedControlPlane {
@@ -23,6 +24,9 @@ func HostedControlPlane(in Inputs) *hyperv1.HostedControlPlane {
 		ClusterID:                    hc.Spec.ClusterID,
 		Etcd:                         hc.Spec.Etcd,
 		Configuration:                hc.Spec.Configuration.DeepCopy(),
+	}
+	for _, service := range hc.Spec.Services {
+		spec.Services = append(spec.Services, *service.DeepCopy())
 	}
 	return &hyperv1.HostedControlPlane{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedControlPlane"},

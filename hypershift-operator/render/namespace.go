@@ -32,11 +32,30 @@ func Namespace(in Inputs) *corev1.Namespace {
 // control-plane namespace, for the control-plane operator's pods.
 func PullSecret(in Inputs, dockerConfigJSON []byte) *corev1.Secret {
 	meta := in.objectMeta(rbac.PullSecretName)
-	meta.Labels = map[string]string{hyperv1.PullSecretCopyLabel: "true"}
+	meta.Labels = map[string]string{hyperv1.SecretCopyLabel: hyperv1.SecretCopyPullSecret}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: meta,
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: dockerConfigJSON},
+	}
+}
+
+// AdminKubeconfig is the copy of the hosted cluster's admin kubeconfig
+// (kubeconfig, what the control-plane-operator published) in the
+// HostedCluster's namespace, named <name>-admin-kubeconfig, as
+// status.kubeconfig says.
+func AdminKubeconfig(in Inputs, kubeconfig []byte) *corev1.Secret {
+	hc := in.HostedCluster
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   hc.Namespace,
+			Name:        hyperv1.AdminKubeconfigName(hc.Name),
+			Labels:      map[string]string{hyperv1.SecretCopyLabel: hyperv1.SecretCopyAdminKubeconfig},
+			Annotations: map[string]string{hyperv1.ClusterAnnotation: ClusterKey(hc)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{hyperv1.KubeconfigKey: kubeconfig},
 	}
 }

@@ -32,6 +32,9 @@ func testInputs(policy hyperv1.AvailabilityPolicy) Inputs {
 				InfraID:     "demo-x7k2p",
 				Etcd:        hyperv1.EtcdSpec{ManagementType: hyperv1.Managed},
 				PausedUntil: ptr.To("true"),
+				Services: []hyperv1.ServicePublishingStrategyMapping{{Service: hyperv1.APIServer, ServicePublishingStrategy: hyperv1.ServicePublishingStrategy{
+					Type: hyperv1.NodePort, NodePort: &hyperv1.NodePortPublishingStrategy{Address: "api.demo.example.com", Port: 30443},
+				}}},
 			},
 		},
 		ReleaseImage:              "registry.example.com/ocp/release@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
@@ -57,6 +60,7 @@ func TestRenderGolden(t *testing.T) {
 			testutil.CompareWithGolden(t, dir+"rolebinding", ControlPlaneOperatorRoleBinding(in))
 			testutil.CompareWithGolden(t, dir+"deployment", ControlPlaneOperatorDeployment(in))
 			testutil.CompareWithGolden(t, dir+"fencing-binding", FencingBinding(in))
+			testutil.CompareWithGolden(t, dir+"admin-kubeconfig", AdminKubeconfig(in, []byte("apiVersion: v1\nkind: Config\n")))
 		})
 	}
 }

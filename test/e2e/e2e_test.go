@@ -36,6 +36,7 @@ func installOperator(t *testing.T, image string, extra ...string) {
 func TestEndToEnd(t *testing.T) {
 	installOperator(t, lc.Registry.Image("hypershift", "latest"))
 	t.Run("create", testCreate)
+	t.Run("hosted API", testHostedAPI)
 	t.Run("upgrade", testUpgrade)
 	t.Run("fencing", testFencing)
 	t.Run("highly available", testHighlyAvailable)
@@ -85,6 +86,16 @@ func testCreate(t *testing.T) {
 		t.Errorf("hypershift get leaders does not show %s:\n%s", pod, out)
 	}
 	t.Logf("hypershift get leaders -A:\n%s", out)
+
+	// Converged, the CPO writes nothing but its Lease.
+	time.Sleep(5 * time.Second)
+	quiet := time.Now()
+	time.Sleep(20 * time.Second)
+	for _, w := range cpoWrites(t, ns) {
+		if !w.lease && w.at.After(quiet) {
+			t.Errorf("the converged CPO wrote %v", w)
+		}
+	}
 }
 
 // upgrade runs v1 -> v2 -> v1 -> v2 on cluster name, waiting each time until
@@ -158,6 +169,20 @@ func testUpgrade(t *testing.T) {
 		t.Error("no old/new pod pair found in the audit log: the Recreate check proves nothing")
 	}
 	t.Logf("%d CPO writes, all inside their pod's holding; %d old/new pod pairs checked", len(writes), checked)
+
+	// The hosted cluster runs the last release, and its data survived.
+	testutil.Eventually(t, 5*time.Minute, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: "demo"}, hc); err != nil {
+			return err
+		}
+		if v := hc.Status.Version; v == nil || len(v.History) == 0 || v.History[0].Version != localcluster.Versions[1] || v.History[0].State != "Completed" {
+			return fmt.Errorf("version %+v", hc.Status.Version)
+		}
+		return nil
+	})
+	hosted(t, "demo").awaitData(t, time.Minute)
+	t.Log("after the upgrades the hosted API answers, with its data")
 }
 
 // testFencing: a CPO pod that does not hold the Lease (election off, the
@@ -208,7 +233,7 @@ func testFencing(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	etcd := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}}
+	etcd := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-client"}}
 	if err := lc.Env.Client.Delete(t.Context(), etcd); err != nil {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 		t.Fatal(err)
@@ -259,10 +284,21 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// testHighlyAvailable: kill -9 the leader, then delete the leader pod.
+// testHighlyAvailable: three etcd members; kill -9 the CPO leader, then
+// delete the leader pod; then delete an etcd member: the hosted API
+// answers throughout.
 func testHighlyAvailable(t *testing.T) {
 	createCluster(t, "ha", hyperv1.HighlyAvailable)
 	ns := controlPlaneNamespace("ha")
+	for _, member := range []string{"etcd-0", "etcd-1", "etcd-2"} {
+		p := &corev1.Pod{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: member}, p); err != nil || !podReady(p) {
+			t.Fatalf("etcd member %s is not ready (%v)", member, err)
+		}
+	}
+	h := hosted(t, "ha")
+	h.keepData(t)
+	p := h.probe(t)
 	var leader string
 	testutil.Eventually(t, time.Minute, func() error {
 		running := 0
@@ -327,15 +363,47 @@ func testHighlyAvailable(t *testing.T) {
 	if v := outsideHoldings(cpoWrites(t, ns)); len(v) != 0 {
 		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
 	}
+	p.finish(t, "while the CPO leader was killed and its pod replaced")
+
+	p = h.probe(t)
+	member := &corev1.Pod{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "etcd-1"}, member); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Env.Client.Delete(t.Context(), member); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		back := &corev1.Pod{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "etcd-1"}, back); err != nil {
+			return err
+		}
+		if back.UID == member.UID || !podReady(back) {
+			return fmt.Errorf("etcd-1 has not rejoined yet")
+		}
+		return nil
+	})
+	p.finish(t, "while etcd member etcd-1 was deleted and rejoined")
 }
 
-// testDestroy: the namespaces and everything in them go, then the clusters.
+// testDestroy: the namespaces and everything in them go, etcd's claims
+// and their data among them, then the admin kubeconfig copies and the
+// clusters.
 func testDestroy(t *testing.T) {
 	for _, name := range []string{"demo", "ha"} {
+		volumes := claimsOf(t, controlPlaneNamespace(name))
+		if len(volumes) == 0 {
+			t.Fatalf("%s has no claims: the check proves nothing", controlPlaneNamespace(name))
+		}
 		execute(t, cluster.NewDestroyCommand(), "cluster", "--name="+name, "--namespace=clusters", "--wait", "--timeout=4m")
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: controlPlaneNamespace(name)}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			t.Errorf("namespace %s remains (%v)", controlPlaneNamespace(name), err)
 		}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: hyperv1.AdminKubeconfigName(name)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the admin kubeconfig of %s remains (%v)", name, err)
+		}
+		volumesGone(t, volumes)
+		t.Logf("%s is gone with its %d claims and their data", name, len(volumes))
 	}
 }
 
@@ -343,8 +411,21 @@ func testDestroy(t *testing.T) {
 // RollingUpdate (a test-only build of the HO) must be caught by the check.
 func testNegativeControl(t *testing.T) {
 	installOperator(t, unsafeImage, "--enable-fencing=false")
-	createCluster(t, "unsafe", hyperv1.SingleReplica)
+	// Not --wait: without election no CPO renews the Lease, so the
+	// HostedCluster's Available stays Unknown (ControlPlaneOperatorSilent).
+	// The control plane runs all the same.
+	createClusterNoWait(t, "unsafe", hyperv1.SingleReplica)
 	ns := controlPlaneNamespace("unsafe")
+	testutil.Eventually(t, 6*time.Minute, func() error {
+		hcp := &hyperv1.HostedControlPlane{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "unsafe"}, hcp); err != nil {
+			return err
+		}
+		if !hcp.Status.Ready {
+			return fmt.Errorf("the control plane is not rolled out yet")
+		}
+		return nil
+	})
 	recorder := recordPods(t, ns)
 	var writes []cpoWrite
 	for _, version := range []string{localcluster.Versions[1], localcluster.Versions[0]} {

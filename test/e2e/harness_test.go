@@ -95,7 +95,8 @@ func execute(t *testing.T, cmd *cobra.Command, args ...string) string {
 	return out.String()
 }
 
-// createCluster creates a HostedCluster with the CLI and waits until Available.
+// createCluster creates a HostedCluster with the CLI, its API published on a
+// NodePort of 127.0.0.1, and waits until its admin kubeconfig works.
 func createCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy) {
 	t.Helper()
 	secret := filepath.Join(t.TempDir(), "pull-secret.json")
@@ -104,7 +105,19 @@ func createCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy)
 	}
 	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name="+name, "--namespace=clusters",
 		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
-		"--control-plane-availability-policy="+string(policy), "--wait", "--timeout=4m")
+		"--control-plane-availability-policy="+string(policy), "--external-api-server-address=127.0.0.1", "--wait", "--timeout=6m")
+}
+
+// createClusterNoWait creates a HostedCluster with the CLI and returns.
+func createClusterNoWait(t *testing.T, name string, policy hyperv1.AvailabilityPolicy) {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name="+name, "--namespace=clusters",
+		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
+		"--control-plane-availability-policy="+string(policy), "--external-api-server-address=127.0.0.1")
 }
 
 func controlPlaneNamespace(name string) string {

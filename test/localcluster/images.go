@@ -12,11 +12,6 @@ import (
 	"github.com/hypershift-le/hypershift/test/nodeagent"
 )
 
-// ComponentLabel marks the hosted control plane's component pods that
-// the control-plane-operator renders today; they run the stand-in (see
-// resolve).
-const ComponentLabel = "hypershift.openshift.io/control-plane-component"
-
 // image is what a payload image holds: programs under /usr/bin, each a
 // binary of the same name in BinDir, and the program it runs when a
 // container gives no command.
@@ -39,11 +34,7 @@ var payloadImages = map[string]image{
 // resolve maps a container to a local binary by its image's payload tag
 // and its command, the way the image would run it. An image that is none
 // of the payload's keeps the container waiting with ErrImagePull.
-//
-// One exception, until the control-plane-operator renders its components
-// for real: the pods it labels with ComponentLabel run the stand-in,
-// serving their ports and probes.
-func (c *Cluster) resolve(pod *corev1.Pod, container *corev1.Container, command, args []string) (string, []string, error) {
+func (c *Cluster) resolve(_ *corev1.Pod, container *corev1.Container, command, args []string) (string, []string, error) {
 	if binary, ok := c.opts.ImageBinaries[container.Image]; ok {
 		return binary, args, nil
 	}
@@ -52,9 +43,6 @@ func (c *Cluster) resolve(pod *corev1.Pod, container *corev1.Container, command,
 	if !ok || !known {
 		return "", nil, fmt.Errorf("%w: %s is not an image of the local registry's release payloads (%s)",
 			nodeagent.ErrImagePull, container.Image, strings.Join(payloadTags(), ", "))
-	}
-	if _, isComponent := pod.Labels[ComponentLabel]; isComponent && tag != "hypershift" {
-		return filepath.Join(c.opts.BinDir, "standin"), standinArgs(pod, container, command, args), nil
 	}
 	argv := append(append([]string{}, command...), args...)
 	if len(command) == 0 {
@@ -102,27 +90,4 @@ func payloadTags() []string {
 	}
 	slices.Sort(tags)
 	return tags
-}
-
-// standinArgs tells the stand-in which ports to serve on the pod's own
-// address, and with which scheme (HTTPS where a probe asks for it),
-// followed by the component's own command line for the record.
-func standinArgs(pod *corev1.Pod, container *corev1.Container, command, args []string) []string {
-	https := map[string]bool{}
-	for _, probe := range []*corev1.Probe{container.ReadinessProbe, container.LivenessProbe, container.StartupProbe} {
-		if probe != nil && probe.HTTPGet != nil && probe.HTTPGet.Scheme == corev1.URISchemeHTTPS {
-			https[probe.HTTPGet.Port.String()] = true
-		}
-	}
-	var out []string
-	for _, port := range container.Ports {
-		scheme := "http"
-		if https[port.Name] || https[fmt.Sprint(port.ContainerPort)] {
-			scheme = "https"
-		}
-		out = append(out, fmt.Sprintf("--serve=%s://%s:%d", scheme, pod.Status.PodIP, port.ContainerPort))
-	}
-	out = append(out, "--")
-	out = append(out, command...)
-	return append(out, args...)
 }

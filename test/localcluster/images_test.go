@@ -18,7 +18,6 @@ func TestResolve(t *testing.T) {
 		r.tags[r.Image(tag, "4.17.0")] = tag
 	}
 	c := &Cluster{Registry: r, opts: Options{BinDir: "/bin-dir", ImageBinaries: map[string]string{"e2e.local/x:1": "/elsewhere/x"}}}
-	component := map[string]string{ComponentLabel: "etcd"}
 	for _, tc := range []struct {
 		name      string
 		image     string
@@ -42,8 +41,9 @@ func TestResolve(t *testing.T) {
 			wantPath: "/bin-dir/kube-controller-manager", wantArgv: []string{"--v=2"}},
 		{name: "the hypershift image runs the operator its command names", image: "hypershift", command: []string{"/usr/bin/control-plane-operator"}, args: []string{"run"},
 			wantPath: "/bin-dir/control-plane-operator", wantArgv: []string{"run"}},
-		{name: "a component pod of the control-plane-operator runs the stand-in", image: "hyperkube", labels: component,
-			command: []string{"/usr/bin/hyperkube", "kube-apiserver"}, wantPath: "/bin-dir/standin"},
+		{name: "a hosted control plane's component runs the real program", image: "hyperkube", labels: map[string]string{"hypershift.openshift.io/control-plane-component": "kube-apiserver"},
+			command: []string{"/usr/bin/kube-apiserver"}, args: []string{"--secure-port=6443"},
+			wantPath: "/bin-dir/kube-apiserver", wantArgv: []string{"--secure-port=6443"}},
 		{name: "an image named in ImageBinaries runs that binary", image: "e2e.local/x:1", args: []string{"a"},
 			wantPath: "/elsewhere/x", wantArgv: []string{"a"}},
 		{name: "an image of no payload is not pulled", image: "quay.io/somewhere/else:1", wantError: "quay.io/somewhere/else:1 is not an image", pull: true},

@@ -53,7 +53,9 @@ const NodeName = "local-node"
 
 // Options configure a local cluster.
 type Options struct {
-	// BinDir holds hypershift-operator, control-plane-operator and standin.
+	// BinDir holds hypershift-operator and control-plane-operator, and the
+	// programs of the payload's images: etcd, kube-apiserver,
+	// kube-controller-manager and kube-scheduler.
 	BinDir string
 	// StateDir holds the cluster's state: the control plane's data (etcd,
 	// CA, ServiceAccount signing key), the node's (pod logs, pod
@@ -92,9 +94,9 @@ type Cluster struct {
 
 // Start starts everything and returns once the node is registered.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	for _, name := range []string{"hypershift-operator", "control-plane-operator", "standin"} {
+	for _, name := range []string{"hypershift-operator", "control-plane-operator", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, name)); err != nil {
-			return nil, fmt.Errorf("%s is missing from %s (%w): run `make build localbin`", name, opts.BinDir, err)
+			return nil, fmt.Errorf("%s is missing from %s (%w): run `make build testbin`", name, opts.BinDir, err)
 		}
 	}
 	if !opts.KeepState {

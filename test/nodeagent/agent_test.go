@@ -41,7 +41,6 @@ var (
 	agent       *nodeagent.Agent
 	stopAgent   func()
 	assetsDir   string
-	standinPath string
 	podtoolPath string
 	stateDir    string
 	agentLog    = &syncLog{}
@@ -135,20 +134,17 @@ func startAgent() error {
 	return nil
 }
 
-// buildPrograms builds the stand-in and podtool into dir.
+// buildPrograms builds podtool into dir.
 func buildPrograms(dir string) error {
 	root, err := testenv.RepositoryRoot()
 	if err != nil {
 		return err
 	}
-	standinPath = filepath.Join(dir, "standin")
 	podtoolPath = filepath.Join(dir, "podtool")
-	for path, pkg := range map[string]string{standinPath: "./hack/standin", podtoolPath: "./test/nodeagent/internal/podtool"} {
-		cmd := exec.Command("go", "build", "-o", path, pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("failed to build %s: %w\n%s", pkg, err, out)
-		}
+	cmd := exec.Command("go", "build", "-o", podtoolPath, "./test/nodeagent/internal/podtool")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to build podtool: %w\n%s", err, out)
 	}
 	return nil
 }
@@ -178,25 +174,21 @@ func waitForNodeReady(agentDone <-chan error) error {
 	}
 }
 
-// resolve maps the tests' images to local programs: "standin" runs the
-// stand-in, serving every container port (https when the port's name says
-// so) with the container's command and args as its original args; "shell"
+// resolve maps the tests' images to local programs: "https-server" runs
+// podtool serve --tls on the pod's address and the first container port,
+// logging the container's command and args; "shell"
 // runs /bin/sh with the container's command after "sh" and its args;
 // "podtool" runs podtool with the args; "etcd" runs the real etcd, and
 // "hyperkube" the real component its command names (/usr/bin/<name>), as
 // the release payload's images do. Any other image is not pulled.
 func resolve(pod *corev1.Pod, c *corev1.Container, command, args []string) (string, []string, error) {
 	switch c.Image {
-	case "standin":
-		var argv []string
-		for _, p := range c.Ports {
-			scheme := "http"
-			if strings.Contains(p.Name, "https") {
-				scheme = "https"
-			}
-			argv = append(argv, fmt.Sprintf("--serve=%s://%s", scheme, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(p.ContainerPort)))))
+	case "https-server":
+		if len(c.Ports) == 0 {
+			return "", nil, errors.New("image https-server needs a container port")
 		}
-		return standinPath, append(append(append(argv, "--"), command...), args...), nil
+		listen := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(c.Ports[0].ContainerPort)))
+		return podtoolPath, append(append([]string{"serve", "--tls", "--listen=" + listen, "--"}, command...), args...), nil
 	case "shell":
 		if len(command) == 0 || command[0] != "sh" {
 			return "", nil, fmt.Errorf("image shell runs sh, not %q", command)
@@ -232,11 +224,11 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 	}
 }
 
-// standinContainer serves https on port, with a readiness probe on it.
-func standinContainer(name string, port int32, args ...string) corev1.Container {
+// httpsContainer serves https on port, with a readiness probe on it.
+func httpsContainer(name string, port int32, args ...string) corev1.Container {
 	return corev1.Container{
 		Name:  name,
-		Image: "standin",
+		Image: "https-server",
 		Args:  args,
 		Ports: []corev1.ContainerPort{{Name: "https", ContainerPort: port}},
 		ReadinessProbe: &corev1.Probe{

@@ -167,8 +167,8 @@ func (c *containerRuntime) start() (*process, error) {
 }
 
 // commandLine computes what the container runs: its environment, its
-// command and args expanded, with listen addresses and paths under its
-// volume mounts rewritten, resolved to a local program; and the bind mounts
+// command and args expanded, with listen addresses, paths under its
+// volume mounts and the host names of its hostAliases rewritten, resolved to a local program; and the bind mounts
 // its process gets in a mount namespace of its own, if any.
 func (c *containerRuntime) commandLine(pod *corev1.Pod, kubeconfig string) (string, []string, *envList, []bindMount, error) {
 	p := c.pod
@@ -180,9 +180,11 @@ func (c *containerRuntime) commandLine(pod *corev1.Pod, kubeconfig string) (stri
 	if err != nil {
 		return "", nil, nil, nil, &waitingError{reason: "CreateContainerConfigError", message: err.Error()}
 	}
-	command := rewriteAllPaths(rewriteListenArgs(expandAll(c.spec.Command, env.lookup), p.ip), mounts)
-	args := rewriteAllPaths(rewriteListenArgs(expandAll(c.spec.Args, env.lookup), p.ip), mounts)
+	aliases := hostAliases(pod)
+	command := rewriteAllHostAliases(rewriteAllPaths(rewriteListenArgs(expandAll(c.spec.Command, env.lookup), p.ip), mounts), aliases)
+	args := rewriteAllHostAliases(rewriteAllPaths(rewriteListenArgs(expandAll(c.spec.Args, env.lookup), p.ip), mounts), aliases)
 	env.rewritePaths(mounts)
+	env.rewriteHostAliases(aliases)
 	view := pod.DeepCopy()
 	view.Status.PodIP, view.Status.PodIPs = p.ip, []corev1.PodIP{{IP: p.ip}}
 	view.Status.HostIP, view.Status.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}

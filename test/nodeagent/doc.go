@@ -88,10 +88,10 @@
 // (controller-runtime's GetConfig, clientcmd's default rules) work, and
 // rest.InClusterConfig does not.
 //
-// # The two rewrites
+// # The three rewrites
 //
-// Processes share the machine's network and file system, so the agent
-// changes two things in what a container asks for.
+// Processes share the machine's network, file system and resolver, so
+// the agent changes three things in what a container asks for.
 //
 // Addresses: every argument --<flag>=:<port>, --<flag>=0.0.0.0:<port> or
 // --<flag>=0.0.0.0 becomes --<flag>=<podIP>[:<port>], and every URL on
@@ -110,6 +110,16 @@
 // reads that names other files, a kubeconfig above all, must carry its data
 // inline (certificate-authority-data, client-certificate-data,
 // client-key-data, token), not paths.
+//
+// Host aliases: a kubelet writes a pod's spec.hostAliases into the pod's
+// /etc/hosts; a process here resolves names with the machine's. So every
+// URL in the container's command, args and env (after $(VAR) expansion)
+// whose host is a name of the pod's hostAliases gets the alias's address
+// instead: with an alias etcd-1 -> 127.200.0.7,
+// "--initial-cluster=etcd-1=https://etcd-1:2380" becomes
+// "--initial-cluster=etcd-1=https://127.200.0.7:2380" (the member name
+// before "=" is no URL host and stays). Names outside URLs, and names a
+// program reads from its files, are not rewritten.
 //
 // # Not supported
 //

@@ -42,6 +42,14 @@ func (e *envList) rewritePaths(mounts []mountPoint) {
 	}
 }
 
+// rewriteHostAliases points the values' URLs on a host name of the pod's
+// hostAliases at its address (see rewriteHostAliases).
+func (e *envList) rewriteHostAliases(aliases map[string]string) {
+	for name, value := range e.values {
+		e.values[name] = rewriteHostAliases(value, aliases)
+	}
+}
+
 // environ returns the list in the NAME=value form of os/exec.
 func (e *envList) environ() []string {
 	out := make([]string, 0, len(e.names))

@@ -70,7 +70,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 func get(url string) (int, string, error) {
 	c := &http.Client{
 		Timeout:   5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the stand-in's certificate is self-signed
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the test server's certificate is self-signed
 	}
 	resp, err := c.Get(url)
 	if err != nil {

@@ -95,7 +95,7 @@ func TestKubeconfigWithoutMountNamespaces(t *testing.T) {
 		second.onNode(p)
 		p.Spec.ServiceAccountName = "robot"
 		p.Spec.AutomountServiceAccountToken = nil
-	}, standinContainer("server", 8443))
+	}, httpsContainer("server", 8443))
 	waitRunningReady(t, ns, "tokened")
 	var pid int
 	eventually(t, 30*time.Second, "a process for tokened", func() error {

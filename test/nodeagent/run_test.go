@@ -41,7 +41,7 @@ func TestStoppingTheAgentStopsItsProcesses(t *testing.T) {
 		p.Spec.NodeName = node
 		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(60))
 	}
-	createPod(t, ns, "served", onNode, standinContainer("server", 8443))
+	createPod(t, ns, "served", onNode, httpsContainer("server", 8443))
 	createPod(t, ns, "stubborn", onNode, shellContainer("sleeper", `trap "" TERM; sleep 1000`))
 	var pids []int
 	for _, name := range []string{"served", "stubborn"} {
@@ -81,7 +81,7 @@ func TestStoppingTheAgentStopsItsProcesses(t *testing.T) {
 	}
 	raw := readFile(filepath.Join(dir, "logs", ns+"_served_server.log"))
 	if !strings.Contains(raw, "received a termination signal") {
-		t.Errorf("the stand-in did not get SIGTERM:\n%s", raw)
+		t.Errorf("the server did not get SIGTERM:\n%s", raw)
 	}
 	if err := second.Run(context.Background()); err == nil {
 		t.Error("a second Run should fail")

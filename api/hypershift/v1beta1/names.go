@@ -20,10 +20,26 @@ const (
 	// HostedControlPlaneLabel marks a control-plane namespace.
 	HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
 
-	// PullSecretCopyLabel marks the copy of a HostedCluster's pull secret in
-	// its control-plane namespace, so that the hypershift-operator can watch
-	// those Secrets, and no other.
-	PullSecretCopyLabel = "hypershift.openshift.io/pull-secret-copy"
+	// SecretCopyLabel marks the Secrets the hypershift-operator copies, so
+	// that it can watch those Secrets, and no other. Its value says which
+	// copy: SecretCopyPullSecret, the HostedCluster's pull secret in its
+	// control-plane namespace, or SecretCopyAdminKubeconfig, the hosted
+	// cluster's admin kubeconfig in the HostedCluster's namespace.
+	SecretCopyLabel = "hypershift.openshift.io/secret-copy"
+	// SecretCopyPullSecret is the SecretCopyLabel of a pull secret copy.
+	SecretCopyPullSecret = "pull-secret"
+	// SecretCopyAdminKubeconfig is the SecretCopyLabel of an admin
+	// kubeconfig copy.
+	SecretCopyAdminKubeconfig = "admin-kubeconfig"
+
+	// AdminKubeconfigSecretName names the Secret in which the
+	// control-plane-operator publishes the hosted cluster's admin
+	// kubeconfig in the control-plane namespace (the HostedControlPlane's
+	// status.kubeConfig names it too); the hypershift-operator watches
+	// Secrets of that name.
+	AdminKubeconfigSecretName = "admin-kubeconfig"
+	// KubeconfigKey is the key of a kubeconfig in a kubeconfig Secret.
+	KubeconfigKey = "kubeconfig"
 
 	// ControlPlaneOperatorName names the control-plane-operator's
 	// ServiceAccount, Role, RoleBinding and Deployment.
@@ -71,6 +87,12 @@ const (
 	// cannot be kept or issued, for example when a CA Secret does not parse.
 	ValidPKI = "ValidPKI"
 )
+
+// AdminKubeconfigName names the copy of a HostedCluster's admin
+// kubeconfig in its namespace: <name>-admin-kubeconfig, as in HyperShift.
+func AdminKubeconfigName(hostedCluster string) string {
+	return hostedCluster + "-admin-kubeconfig"
+}
 
 // ControlPlaneNamespace returns the name of the namespace that holds the
 // control plane of the HostedCluster namespace/name: "<namespace>-<name>",

@@ -118,6 +118,14 @@ func args(namespace string, members []string) []string {
 		"--peer-trusted-ca-file=" + peerTLS + "/" + pki.CACertKey,
 		"--peer-cert-file=" + peerTLS + "/" + pki.TLSCertKey,
 		"--peer-key-file=" + peerTLS + "/" + pki.TLSKeyKey,
+		// A peer is who its certificate says, signed by the etcd signer
+		// and named EtcdPeerUser. The address it connects from is not
+		// checked against that certificate: members reach each other
+		// through their Services, so a peer's connection comes from its
+		// pod's address (or a proxy's), which no certificate can name
+		// ahead of time, and there is no cluster DNS to map it back.
+		"--peer-cert-allowed-cn=" + pki.EtcdPeerUser,
+		"--peer-skip-client-san-verification=true",
 	}
 }
 

@@ -106,6 +106,10 @@ func args(in component.Inputs, etcdURL string) []string {
 		"--enable-admission-plugins=NodeRestriction,PodSecurity",
 		"--allow-privileged=true",
 		"--anonymous-auth=true",
+		// The hosted cluster's kubernetes Service is not pointed at the
+		// pods' addresses, which the hosted cluster cannot reach: the
+		// endpoint is published to clients by spec.services instead.
+		"--endpoint-reconciler-type=none",
 	}
 	a = append(a, component.Flag("service-cluster-ip-range", component.ServiceNetwork(hcp))...)
 	return append(a, component.Flag("feature-gates", component.FeatureGates(hcp))...)

@@ -119,6 +119,9 @@ type scope struct {
 	rendered bool
 	// availability is each component's, by name, once judged.
 	availability map[string]component.Availability
+	// rolledOut holds the components that run what this pass rendered
+	// and are available.
+	rolledOut map[string]bool
 	// readyzErr is the kube-apiserver's answer, once asked.
 	readyzErr   error
 	readyzAsked bool
@@ -200,7 +203,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // the next certificate renewal.
 func (r *Reconciler) nextLook(s *scope) time.Duration {
 	after := readyPoll
-	if ready, _ := s.ready(); !ready || s.readyzErr != nil {
+	if !s.allRolledOut() || s.readyzErr != nil {
 		after = notReadyPoll
 	}
 	if !s.renewAt.IsZero() {

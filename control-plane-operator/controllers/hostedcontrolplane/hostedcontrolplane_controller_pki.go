@@ -56,7 +56,12 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	s.secrets = map[string]*corev1.Secret{}
+	// Compared with the Secrets the plan was made from, not with a cache
+	// that may have moved on since: a Secret deleted after it was planned
+	// as kept is not applied, which would bring it back as it was; the
+	// next pass plans without it.
 	apply := r.applier()
+	apply.Reader = snapshot(live)
 	for _, secret := range plan.Secrets {
 		if _, err := apply.Apply(ctx, secret); err != nil {
 			return ctrl.Result{}, err
@@ -155,4 +160,27 @@ func pkiInputs(s *scope) (pki.Inputs, error) {
 		out.ExternalURL = kubeapiserver.URL(s.endpoint)
 	}
 	return out, nil
+}
+
+// snapshot reads Secrets from a map, as they were read before: what a
+// plan was made from.
+type snapshot map[string]*corev1.Secret
+
+// Get implements client.Reader for Secrets.
+func (s snapshot) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	secret, ok := obj.(*corev1.Secret)
+	found := s[key.Name]
+	if !ok {
+		return fmt.Errorf("a PKI snapshot holds only Secrets, not %T", obj)
+	}
+	if found == nil || found.Namespace != key.Namespace {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	found.DeepCopyInto(secret)
+	return nil
+}
+
+// List implements client.Reader; a snapshot cannot list.
+func (s snapshot) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("a PKI snapshot cannot list")
 }

@@ -64,9 +64,11 @@ func (r *Reconciler) computeStatus(s *scope) {
 	r.Fenced.setCondition(hcp)
 }
 
-// computeAvailability sets each component's condition, ready and the
-// version once every component runs the release, and Available once the
-// kube-apiserver also answers at its endpoint.
+// computeAvailability sets each component's condition; ready and the
+// version once every component has rolled out the release; and Available
+// while every component serves and the kube-apiserver answers at its
+// endpoint (through a rollout too, when the previous release still
+// serves).
 func (r *Reconciler) computeAvailability(s *scope, set func(string, bool, string, string)) {
 	hcp := s.hcp
 	for _, c := range s.components {
@@ -74,14 +76,14 @@ func (r *Reconciler) computeAvailability(s *scope, set func(string, bool, string
 		set(ComponentAvailable(c.Name()), a.Available, a.Reason, a.Message)
 	}
 	hcp.Status.ObservedGeneration = hcp.Generation
-	ready, waiting := s.ready()
-	hcp.Status.Ready = ready
-	if ready {
+	hcp.Status.Ready = s.allRolledOut()
+	if hcp.Status.Ready {
 		hcp.Status.Version = s.release.Version
 		hcp.Status.ReleaseImage = hcp.Spec.ReleaseImage
 	}
+	available, waiting := s.available()
 	switch {
-	case !ready:
+	case !available:
 		set(hyperv1.Available, false, "ComponentsUnavailable", "Waiting for "+strings.Join(waiting, ", "))
 	case s.endpoint == nil:
 		set(hyperv1.Available, false, "EndpointUnknown", s.endpointWhy)

@@ -49,6 +49,7 @@ type controlPlane struct {
 	hcp       *hyperv1.HostedControlPlane
 	clock     *clocktesting.FakePassiveClock
 	user      string
+	registry  *releasetest.Registry
 	// readyCalls counts how often the controller asked the kube-apiserver
 	// whether it is ready: once per pass that found every component
 	// available.
@@ -69,7 +70,7 @@ func start(t *testing.T, opts options) *controlPlane {
 	delete(images, opts.withoutImage)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", images)
 	ns := env.Namespace(t)
-	cp := &controlPlane{namespace: ns, clock: clocktesting.NewFakePassiveClock(time.Now()), user: "cpo-" + ns}
+	cp := &controlPlane{namespace: ns, clock: clocktesting.NewFakePassiveClock(time.Now()), user: "cpo-" + ns, registry: registry}
 	cp.hcp = &hyperv1.HostedControlPlane{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo", Annotations: map[string]string{hyperv1.ClusterAnnotation: "clusters/demo"}},
 		Spec: hyperv1.HostedControlPlaneSpec{
@@ -173,36 +174,49 @@ func (cp *controlPlane) secret(t *testing.T, name string) *corev1.Secret {
 	return s
 }
 
-// rollOutAll writes, for each workload as it appears, the status its
-// controller writes once every replica runs (no pod runs here).
-func (cp *controlPlane) rollOutAll(t *testing.T) {
-	t.Helper()
-	for _, w := range []client.Object{
+// workloads are the components' workloads, in dependency order.
+func workloads() []client.Object {
+	return []client.Object{
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: etcd.Name}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kubeapiserver.Name}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kubecontrollermanager.Name}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kubescheduler.Name}},
-	} {
-		key := client.ObjectKey{Namespace: cp.namespace, Name: w.GetName()}
-		testutil.Eventually(t, 30*time.Second, func() error { return env.Client.Get(t.Context(), key, w) })
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := env.Client.Get(t.Context(), key, w); err != nil {
-				return err
-			}
-			switch w := w.(type) {
-			case *appsv1.Deployment:
-				n := *w.Spec.Replicas
-				w.Status = appsv1.DeploymentStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-			case *appsv1.StatefulSet:
-				n := *w.Spec.Replicas
-				w.Status = appsv1.StatefulSetStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n,
-					AvailableReplicas: n, CurrentReplicas: n, CurrentRevision: "r1", UpdateRevision: "r1"}
-			}
-			return env.Client.Status().Update(t.Context(), w)
-		})
-		if err != nil {
-			t.Fatal(err)
+	}
+}
+
+// rollOutAll writes, for each workload as it appears, the status its
+// controller writes once every replica runs (no pod runs here).
+func (cp *controlPlane) rollOutAll(t *testing.T) {
+	t.Helper()
+	for _, w := range workloads() {
+		cp.rollOut(t, w)
+	}
+}
+
+// rollOut waits for the workload w names and writes the status its
+// controller writes once every replica runs its latest spec.
+func (cp *controlPlane) rollOut(t *testing.T, w client.Object) {
+	t.Helper()
+	key := client.ObjectKey{Namespace: cp.namespace, Name: w.GetName()}
+	testutil.Eventually(t, 30*time.Second, func() error { return env.Client.Get(t.Context(), key, w) })
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(t.Context(), key, w); err != nil {
+			return err
 		}
+		switch w := w.(type) {
+		case *appsv1.Deployment:
+			n := *w.Spec.Replicas
+			w.Status = appsv1.DeploymentStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		case *appsv1.StatefulSet:
+			n := *w.Spec.Replicas
+			revision := fmt.Sprintf("r%d", w.Generation)
+			w.Status = appsv1.StatefulSetStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n,
+				AvailableReplicas: n, CurrentReplicas: n, CurrentRevision: revision, UpdateRevision: revision}
+		}
+		return env.Client.Status().Update(t.Context(), w)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

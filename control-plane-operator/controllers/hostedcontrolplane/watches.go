@@ -46,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcontrolplane").
 		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(r.isOwnHostedControlPlane()))
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &corev1.Service{}, &corev1.Secret{}} {
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &corev1.Service{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{}} {
 		b = b.Watches(obj, byHostedControlPlane, builder.WithPredicates(isComponent))
 	}
 	return b.Complete(r)

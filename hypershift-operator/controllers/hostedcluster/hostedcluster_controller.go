@@ -1,8 +1,9 @@
 // Package hostedcluster is the hypershift-operator's HostedCluster
 // controller: for each HostedCluster it applies the control-plane namespace,
 // the HostedControlPlane and a control-plane-operator rendered with leader
-// election, reports status (the CPO Lease's holder among it), and tears it
-// all down in order on delete.
+// election, copies the hosted cluster's admin kubeconfig next to the
+// HostedCluster, reports status (the CPO Lease's holder, the API endpoint
+// and the kubeconfig among it), and tears it all down in order on delete.
 package hostedcluster
 
 import (
@@ -150,6 +151,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileRelease,
 		r.reconcileNamespace,
 		r.reconcileControlPlane,
+		r.reconcileKubeconfig,
 	}
 	for _, phase := range phases {
 		result, err := phase(ctx, s)

@@ -21,7 +21,8 @@ const teardownPoll = 5 * time.Second
 
 // reconcileDelete tears the control plane down in order: the
 // HostedControlPlane first (its CPO finalizes it, deleting the components),
-// then the control-plane namespace, then the HostedCluster's finalizer.
+// then the control-plane namespace (with the etcd claims, the data), then
+// the admin kubeconfig copy, then the HostedCluster's finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.hc, hyperv1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -37,6 +38,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return result, err
 		}
 		r.fences.forget(s.namespace)
+		if err := r.deleteKubeconfig(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	patch := client.MergeFrom(s.hc.DeepCopy())
 	controllerutil.RemoveFinalizer(s.hc, hyperv1.Finalizer)

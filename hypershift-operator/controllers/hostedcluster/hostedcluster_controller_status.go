@@ -19,8 +19,8 @@ import (
 // maxHistory bounds status.version.history; the oldest entries go first.
 const maxHistory = 50
 
-// reconcileStatus derives Available, Progressing, the version history and
-// the CPO Lease holder from the HostedControlPlane, the CPO Deployment and
+// reconcileStatus derives Available, Progressing, the version history, the
+// API endpoint and the CPO Lease holder from the HostedControlPlane, the CPO Deployment and
 // the Lease. applyErr is the pass's error, if any: a release the HO could
 // not apply is not rolling out, and says why.
 func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr error) (ctrl.Result, error) {
@@ -40,6 +40,9 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	}
 	r.setVersion(s, hcp, deployment, applyErr)
 	setAvailable(s.hc, hcp)
+	if hcp != nil {
+		s.hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint.DeepCopy()
+	}
 
 	lease := &coordinationv1.Lease{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,20 +23,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 )
 
+// secretCopies selects the Secrets the HO copies: the pull secret into a
+// control-plane namespace, the admin kubeconfig out of it.
+var secretCopies = func() labels.Selector {
+	req, err := labels.NewRequirement(hyperv1.SecretCopyLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
+
 // CacheOptions limits the manager's cache to what this controller needs:
 // control-plane namespaces, only the CPO Lease of each namespace, and of
-// Secrets only the pull-secret copies it writes (watched for drift; reads of
-// Secrets go past the cache).
+// Secrets only the copies it writes (watched for drift; reads of Secrets go
+// past the cache). The admin kubeconfigs it copies from are watched through
+// a cache of their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{hyperv1.HostedControlPlaneLabel: "true"})},
-			&corev1.Secret{}:    {Label: labels.SelectorFromSet(labels.Set{hyperv1.PullSecretCopyLabel: "true"})},
+			&corev1.Secret{}:    {Label: secretCopies},
 			&coordinationv1.Lease{}: {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
 			},
@@ -69,6 +82,10 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.Election.LeaseDuration, requests: r.clusterFromLease}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
+	sources, err := kubeconfigSources(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
 		For(&hyperv1.HostedCluster{}).
@@ -87,8 +104,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&coordinationv1.Lease{}, r.leases.handler()).
+		// A re-issued admin kubeconfig is copied again.
+		WatchesRawSource(source.Kind(sources, client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
 		Complete(r)
 }
+
+// kubeconfigSources is a cache of the Secrets in which the
+// control-plane-operators publish their admin kubeconfigs (by name: the
+// manager's cache shows only the Secrets the HO writes), started with the
+// manager's caches whether or not this replica leads.
+func kubeconfigSources(mgr ctrl.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(),
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hyperv1.AdminKubeconfigSecretName)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the cache of admin kubeconfigs: %w", err)
+	}
+	if err := mgr.Add(standbyCache{c}); err != nil {
+		return nil, fmt.Errorf("failed to add the cache of admin kubeconfigs: %w", err)
+	}
+	return c, nil
+}
+
+// standbyCache runs a cache on every replica, as the manager runs its own.
+type standbyCache struct{ cache.Cache }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (standbyCache) NeedLeaderElection() bool { return false }
 
 // clusterFromAnnotation maps an object the HO created to its HostedCluster.
 func clusterFromAnnotation(_ context.Context, obj client.Object) []reconcile.Request {

@@ -1,7 +1,11 @@
 // Command podtool is what the node agent's tests run in pods:
 //
-//	podtool serve --listen=<host:port>   answers every HTTP request with $POD_NAME
-//	podtool whoami                       prints who rest.InClusterConfig() authenticates as
+//	podtool serve --listen=<host:port> [--tls] [-- args...]
+//	    answers every HTTP request with $POD_NAME (HTTPS with a
+//	    self-signed certificate under --tls), after logging the arguments
+//	    after "--" so that tests can read what a container was given
+//	podtool whoami
+//	    prints who rest.InClusterConfig() authenticates as
 //
 // whoami loads the in-cluster configuration exactly as a program in a
 // real pod does, asks the API server for a SelfSubjectReview, prints the
@@ -18,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,9 +58,11 @@ func main() {
 func serve(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	listen := flags.String("listen", ":8080", "address to serve on")
+	useTLS := flags.Bool("tls", false, "serve HTTPS with a self-signed certificate")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	fmt.Printf("args: %s\n", quoteAll(flags.Args()))
 	name := os.Getenv("POD_NAME")
 	server := &http.Server{
 		Addr:              *listen,
@@ -66,15 +73,33 @@ func serve(ctx context.Context, args []string) error {
 	}
 	go func() {
 		<-ctx.Done()
+		fmt.Println("received a termination signal")
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = server.Shutdown(shutdown)
 	}()
 	fmt.Printf("serving %s on %s\n", name, *listen)
-	if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	var err error
+	if *useTLS {
+		if server.TLSConfig, err = selfSigned(*listen); err != nil {
+			return err
+		}
+		err = server.ListenAndServeTLS("", "")
+	} else {
+		err = server.ListenAndServe()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+func quoteAll(args []string) string {
+	quoted := make([]string, len(args))
+	for i, arg := range args {
+		quoted[i] = strconv.Quote(arg)
+	}
+	return strings.Join(quoted, " ")
 }
 
 func whoami(ctx context.Context) error {

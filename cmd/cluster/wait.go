@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
+)
+
+// waitAvailable waits for Available=True, printing which condition blocks.
+func waitAvailable(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		hc := &hyperv1.HostedCluster{}
+		if err := c.Get(ctx, k, hc); err != nil {
+			return false, err
+		}
+		if cond := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); cond != nil && cond.Status == metav1.ConditionTrue {
+			return true, nil
+		}
+		progress := "Waiting for HostedCluster " + k.String() + ": " + blocking(hc)
+		if progress != last {
+			_, _ = fmt.Fprintln(out, progress)
+			last = progress
+		}
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		// Not a failure to reach the API server: the cluster is not there yet.
+		return fmt.Errorf("HostedCluster %s was not Available within %s (%s)", k, timeout, last)
+	}
+	if err != nil {
+		return fmt.Errorf("HostedCluster %s was not Available: %w", k, err)
+	}
+	_, _ = fmt.Fprintf(out, "HostedCluster %s is Available\n", k)
+	return nil
+}
+
+// blocking names the condition that holds the cluster back: a failed
+// prerequisite first, then Available itself.
+func blocking(hc *hyperv1.HostedCluster) string {
+	for _, t := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, hyperv1.ReconciliationActive, hyperv1.ReconciliationSucceeded, hyperv1.Available} {
+		cond := meta.FindStatusCondition(hc.Status.Conditions, t)
+		if cond != nil && cond.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("%s=%s (%s: %s)", t, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	return "no status yet: is the hypershift-operator running?"
+}
+
+// waitKubeconfig waits, until ctx ends (timeout is its length, for the
+// message), until the HostedCluster's admin kubeconfig works: a request to
+// the hosted cluster's API with it succeeds.
+func waitKubeconfig(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
+	last, server := "", ""
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		hc := &hyperv1.HostedCluster{}
+		if err := c.Get(ctx, k, hc); err != nil {
+			return false, err
+		}
+		var progress string
+		server, progress = tryKubeconfig(ctx, c, hc)
+		if progress == "" {
+			return true, nil
+		}
+		if progress != last {
+			_, _ = fmt.Fprintln(out, "Waiting for HostedCluster "+k.String()+": "+progress)
+			last = progress
+		}
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("the admin kubeconfig of HostedCluster %s did not work within %s (%s)", k, timeout, last)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to wait for the admin kubeconfig of HostedCluster %s: %w", k, err)
+	}
+	_, _ = fmt.Fprintf(out, "The hosted cluster's API answers at %s; print its kubeconfig with: hypershift create kubeconfig --name=%s --namespace=%s\n",
+		server, k.Name, k.Namespace)
+	return nil
+}
+
+// tryKubeconfig lists the hosted cluster's namespaces with its admin
+// kubeconfig. It returns the server, and what stands in the way, if
+// anything.
+func tryKubeconfig(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster) (string, string) {
+	data, err := kubeconfig.Get(ctx, c, hc)
+	if err != nil {
+		return "", err.Error()
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return "", "its admin kubeconfig does not load: " + err.Error()
+	}
+	cfg.Timeout = 10 * time.Second
+	hosted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return cfg.Host, "its admin kubeconfig is not usable: " + err.Error()
+	}
+	if _, err := hosted.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return cfg.Host, "the hosted API at " + cfg.Host + " does not answer yet: " + err.Error()
+	}
+	return cfg.Host, ""
+}
+
+// nodeAddress is the address of the first node, as HyperShift's platform
+// None takes it: ExternalDNS, else ExternalIP, else InternalIP. With no
+// node to read (none, or none the user may list), the kube-apiserver is
+// not published, and reached on its Service's ClusterIP.
+func nodeAddress(ctx context.Context, c client.Client, out io.Writer) (string, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes, client.Limit(1)); err != nil && !apierrors.IsForbidden(err) {
+		return "", fmt.Errorf("failed to list nodes for the API server's address (or pass --external-api-server-address): %w", err)
+	}
+	if len(nodes.Items) > 0 {
+		addresses := map[corev1.NodeAddressType]string{}
+		for _, a := range nodes.Items[0].Status.Addresses {
+			addresses[a.Type] = a.Address
+		}
+		for _, t := range []corev1.NodeAddressType{corev1.NodeExternalDNS, corev1.NodeExternalIP, corev1.NodeInternalIP} {
+			if address := addresses[t]; address != "" {
+				_, _ = fmt.Fprintf(out, "Publishing the kube-apiserver on a NodePort at %s, the %s of node %s\n", address, t, nodes.Items[0].Name)
+				return address, nil
+			}
+		}
+	}
+	_, _ = fmt.Fprintln(out, "No node address to publish the kube-apiserver at (pass --external-api-server-address): it is reached on its Service's ClusterIP")
+	return "", nil
+}

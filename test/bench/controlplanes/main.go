@@ -1,0 +1,113 @@
+// Command controlplanes measures what a HostedCluster costs and how soon it
+// serves, on the local cluster (test/localcluster): real etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler processes for
+// every hosted control plane, run by the real hypershift-operator and
+// control-plane-operators as pods of the local node.
+//
+// It installs the hypershift-operator with `hypershift install`, then:
+//
+//   - creates -sequential HostedClusters (5 by default) one at a time, each
+//     destroyed once measured, and -concurrent (10) at once, each published
+//     on a NodePort of 127.0.0.1 as `hypershift create cluster none` does;
+//     for each, it times from the create request to the first successful
+//     list of the hosted cluster's namespaces (what `kubectl get ns` sends)
+//     with the admin kubeconfig from the HostedCluster's
+//     status.kubeconfig, polling every -poll;
+//   - once the concurrent ones all serve, the resident memory (VmRSS) of
+//     each hosted control plane: the sum over its pods' processes
+//     (control-plane-operator, etcd, kube-apiserver,
+//     kube-controller-manager, kube-scheduler);
+//   - the control-plane-operators' writes per minute once converged, from
+//     the management API server's audit log, over -quiet after every
+//     cluster serves and -settle more (their Lease renewals counted apart):
+//     the goal is none.
+//
+// Run it with
+//
+//	make bench-controlplanes
+//
+// which builds the binaries first and writes the section controlplanes of
+// docs/benchmarks.md. A smaller run that leaves the report alone:
+//
+//	KUBEBUILDER_ASSETS=$PWD/bin go run ./test/bench/controlplanes -sequential=1 -concurrent=2 -quiet=30s -report=false
+//
+// Every process it starts is stopped when it ends, on errors and on
+// Ctrl-C too.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/hypershift-le/hypershift/test/bench/report"
+)
+
+var (
+	sequential  = flag.Int("sequential", 5, "How many HostedClusters to create one at a time.")
+	concurrent  = flag.Int("concurrent", 10, "How many HostedClusters to create at once.")
+	quiet       = flag.Duration("quiet", 2*time.Minute, "How long to count the control-plane-operators' writes once every cluster serves.")
+	settle      = flag.Duration("settle", 30*time.Second, "How long to wait, after every cluster serves, before counting writes.")
+	poll        = flag.Duration("poll", 500*time.Millisecond, "How often to try the hosted API while waiting for it.")
+	writeReport = flag.Bool("report", true, "Write the results into docs/benchmarks.md.")
+	timeout     = flag.Duration("timeout", time.Hour, "Give up, stopping everything, after this long.")
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	flag.Parse()
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	b, err := start(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	defer b.stop()
+	started := time.Now()
+	res, err := b.measure(ctx)
+	took := time.Since(started)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+	}
+	if res == nil {
+		return 1
+	}
+	markdown := res.markdown()
+	if !*writeReport {
+		fmt.Printf("\n%s\n", markdown)
+		return exitCode(err)
+	}
+	path, perr := report.File()
+	if perr != nil {
+		fmt.Fprintln(os.Stderr, perr)
+		return 1
+	}
+	body := fmt.Sprintf("## Hosted control planes: time to a working API, memory, writes\n\nCommand: `%s` (took %s). Machine: %s.\n\n%s",
+		report.CommandLine("make bench-controlplanes", "./test/bench/controlplanes"), took.Round(time.Second), b.machine, markdown)
+	if err := report.UpdateSection(path, "controlplanes", body); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to write %s: %v\n", path, err)
+		return 1
+	}
+	fmt.Printf("wrote section controlplanes of %s\n", path)
+	return exitCode(err)
+}
+
+func exitCode(err error) int {
+	if err != nil {
+		return 1
+	}
+	return 0
+}

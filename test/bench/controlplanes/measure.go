@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// results are what one run measured.
+type results struct {
+	sequential, concurrent []time.Duration
+	// concurrentAll is from the first create to the last cluster serving.
+	concurrentAll time.Duration
+	// memory is each concurrent control plane's resident memory, in
+	// bytes, by component (the app label of its pods).
+	memory []map[string]int64
+	// writes are the control-plane-operators' writes in the quiet window,
+	// leases the Lease writes among them, over quietFor.
+	writes, leases int
+	writeSamples   []string
+	quietFor       time.Duration
+	clusters       int
+}
+
+// measure runs the sequential and the concurrent creations, then the
+// memory and the quiet window.
+func (b *bench) measure(ctx context.Context) (*results, error) {
+	res := &results{}
+	for i := range *sequential {
+		name := fmt.Sprintf("one-%d", i)
+		created, err := b.create(ctx, name)
+		if err != nil {
+			return res, err
+		}
+		took, err := b.timeToAPI(ctx, name, created)
+		if err != nil {
+			return res, err
+		}
+		fmt.Printf("%s serves after %s\n", name, took.Round(10*time.Millisecond))
+		res.sequential = append(res.sequential, took)
+		if err := b.destroy(ctx, name); err != nil {
+			return res, err
+		}
+	}
+	names, err := b.createAtOnce(ctx, res)
+	if err != nil {
+		return res, err
+	}
+	for _, name := range names {
+		m, err := b.memory(ctx, hyperv1.ControlPlaneNamespace(namespace, name))
+		if err != nil {
+			return res, err
+		}
+		res.memory = append(res.memory, m)
+	}
+	fmt.Printf("waiting %s, then counting writes for %s\n", *settle, *quiet)
+	return res, b.countWrites(ctx, res)
+}
+
+// createAtOnce creates the concurrent clusters together and times each.
+func (b *bench) createAtOnce(ctx context.Context, res *results) ([]string, error) {
+	names := make([]string, *concurrent)
+	took := make([]time.Duration, *concurrent)
+	errs := make([]error, *concurrent)
+	first := time.Now()
+	var wg sync.WaitGroup
+	for i := range names {
+		names[i] = fmt.Sprintf("many-%d", i)
+		wg.Go(func() {
+			created, err := b.create(ctx, names[i])
+			if err == nil {
+				took[i], err = b.timeToAPI(ctx, names[i], created)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	res.concurrentAll = time.Since(first)
+	res.concurrent = took
+	res.clusters = len(names)
+	fmt.Printf("%d clusters created at once all serve after %s\n", len(names), res.concurrentAll.Round(10*time.Millisecond))
+	return names, errors.Join(errs...)
+}
+
+// memory sums the resident memory of the processes of every pod in ns,
+// by the pods' app label.
+func (b *bench) memory(ctx context.Context, ns string) (map[string]int64, error) {
+	pods := &corev1.PodList{}
+	if err := b.lc.Env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, pod := range pods.Items {
+		for _, c := range pod.Spec.Containers {
+			pid, ok := b.lc.Agent.PodPID(ns, pod.Name, c.Name)
+			if !ok {
+				return nil, fmt.Errorf("no process for %s/%s %s", ns, pod.Name, c.Name)
+			}
+			rss, err := residentMemory(pid)
+			if err != nil {
+				return nil, err
+			}
+			out[pod.Labels["app"]] += rss
+		}
+	}
+	return out, nil
+}
+
+// residentMemory is a process's VmRSS, in bytes.
+func residentMemory(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// countWrites counts, from the audit log, the successful writes of every
+// control-plane-operator in the quiet window.
+func (b *bench) countWrites(ctx context.Context, res *results) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(*settle):
+	}
+	from := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(*quiet):
+	}
+	to := time.Now()
+	res.quietFor = to.Sub(from)
+	events, err := b.lc.Env.AuditEvents()
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		at := e.RequestReceivedTimestamp.Time
+		if !strings.HasSuffix(e.User.Username, ":"+hyperv1.ControlPlaneOperatorName) || !testenv.IsWrite(e) || !testenv.Succeeded(e) ||
+			e.ObjectRef == nil || at.Before(from) || at.After(to) {
+			continue
+		}
+		if e.ObjectRef.Resource == "leases" {
+			res.leases++
+			continue
+		}
+		res.writes++
+		if len(res.writeSamples) < 5 {
+			res.writeSamples = append(res.writeSamples, fmt.Sprintf("%s %s %s/%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name))
+		}
+	}
+	if res.writes > 0 {
+		return fmt.Errorf("the converged control-plane-operators wrote %d times in %s, e.g. %v", res.writes, res.quietFor.Round(time.Second), res.writeSamples)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// markdown reports the results; figures are reported whatever they are.
+func (r *results) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Each HostedCluster runs a real hosted control plane on the local cluster (`test/localcluster`): the control-plane-operator, "+
+		"etcd, kube-apiserver, kube-controller-manager and kube-scheduler as processes of the local node, published on a NodePort of 127.0.0.1. "+
+		"Time to a working API is from the HostedCluster's create request to the first successful list of the hosted cluster's namespaces "+
+		"(what `kubectl get ns` sends) with the admin kubeconfig its status names, tried every %s.\n\n", *poll)
+	b.WriteString("| | clusters | p50 | max | goal |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| one at a time (each destroyed before the next) | %d | %s | %s | <= 30s |\n", len(r.sequential), p50(r.sequential), maxOf(r.sequential))
+	if len(r.concurrent) > 0 {
+		fmt.Fprintf(&b, "| created at once | %d | %s | %s (all served %s after the first create) | all within 120s |\n",
+			len(r.concurrent), p50(r.concurrent), maxOf(r.concurrent), r.concurrentAll.Round(100*time.Millisecond))
+	}
+	if len(r.memory) > 0 {
+		b.WriteString("\nResident memory (VmRSS) of one hosted control plane, the sum of its processes, over the clusters created at once, " +
+			"once they all served:\n\n| | p50 | max |\n|---|---|---|\n")
+		components := map[string][]int64{}
+		var totals []int64
+		for _, m := range r.memory {
+			var total int64
+			for c, rss := range m {
+				components[c] = append(components[c], rss)
+				total += rss
+			}
+			totals = append(totals, total)
+		}
+		fmt.Fprintf(&b, "| **whole control plane** | **%s** | **%s** |\n", mib(p50Int(totals)), mib(slices.Max(totals)))
+		names := make([]string, 0, len(components))
+		for c := range components {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		for _, c := range names {
+			fmt.Fprintf(&b, "| %s (all replicas) | %s | %s |\n", c, mib(p50Int(components[c])), mib(slices.Max(components[c])))
+		}
+	}
+	if r.quietFor > 0 {
+		minutes := r.quietFor.Minutes()
+		fmt.Fprintf(&b, "\nControl-plane-operator writes once converged, over %s across the %d clusters (from the audit log): "+
+			"**%.1f writes per minute** besides their Lease renewals (goal 0), and %.1f Lease renewals per minute.\n",
+			r.quietFor.Round(time.Second), r.clusters, float64(r.writes)/minutes, float64(r.leases)/minutes)
+		if len(r.writeSamples) > 0 {
+			fmt.Fprintf(&b, "Writes seen: %s.\n", strings.Join(r.writeSamples, "; "))
+		}
+	}
+	return b.String()
+}
+
+func p50(d []time.Duration) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)/2].Round(100 * time.Millisecond).String()
+}
+
+func maxOf(d []time.Duration) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	return slices.Max(d).Round(100 * time.Millisecond).String()
+}
+
+func p50Int(v []int64) int64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+func mib(bytes int64) string {
+	return fmt.Sprintf("%d MiB", bytes>>20)
+}
