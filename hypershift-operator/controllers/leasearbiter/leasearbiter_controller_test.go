@@ -3,6 +3,7 @@ package leasearbiter
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,6 +278,19 @@ func TestConvergedCostsNothing(t *testing.T) {
 	}
 	if renewals < len(cps)*2 {
 		t.Fatalf("only %d renewals in the window: the check proves nothing", renewals)
+	}
+	// Its pod cache holds the control-plane-operator's pods only.
+	podWatches := 0
+	for _, e := range events {
+		if e.User.Username == user && e.ObjectRef != nil && e.ObjectRef.Resource == "pods" && (e.Verb == "list" || e.Verb == "watch") {
+			podWatches++
+			if !strings.Contains(e.RequestURI, "labelSelector=app%3Dcontrol-plane-operator") {
+				t.Errorf("the arbiter lists pods past the label selector: %s", e.RequestURI)
+			}
+		}
+	}
+	if podWatches == 0 {
+		t.Error("the arbiter never listed pods: the check proves nothing")
 	}
 }
 
