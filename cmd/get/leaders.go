@@ -10,12 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/support/holderpod"
 )
 
 // Output formats of `get leaders`.
@@ -54,7 +56,11 @@ func newLeadersCommand(now func() time.Time, out io.Writer) *cobra.Command {
 		Long: `Show which pod holds the Lease of the hypershift-operator and, for each
 HostedCluster, the Lease of its control-plane-operator in the control-plane
 namespace. A Lease is valid while it has a holder and its last renewal plus
-its duration lies in the future; a missing Lease has no holder and is not valid.`,
+its duration lies in the future; a missing Lease has no holder and is not valid.
+HOLDER POD shows the phase of the control-plane-operator holder's pod, or
+HOLDER GONE when that pod no longer runs it (it does not exist, it failed or
+succeeded, or it is being deleted and its container terminated): the
+hypershift-operator then releases the Lease, and a standby takes it.`,
 		Example: `  # Leaders of the HostedClusters in the current namespace
   hypershift get leaders
 
@@ -146,6 +152,9 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 		if err != nil {
 			return nil, err
 		}
+		if err := judgeHolder(ctx, c, &lease); err != nil {
+			return nil, err
+		}
 		leaders.Clusters = append(leaders.Clusters, ClusterLeader{
 			Namespace:             hc.Namespace,
 			Name:                  hc.Name,
@@ -189,6 +198,30 @@ func readLease(ctx context.Context, c client.Client, namespace, name string, now
 	status.RenewTime = toTime(spec.RenewTime)
 	status.Valid = leaseValid(spec, now)
 	return status, nil
+}
+
+// judgeHolder records whether the pod a control-plane-operator Lease names
+// as its holder still runs it (holderpod.Judge, the rule by which the
+// hypershift-operator releases the Lease of a gone holder). A user who may
+// not read pods sees the holder's pod as unknown.
+func judgeHolder(ctx context.Context, c client.Client, lease *LeaseStatus) error {
+	if lease.HolderIdentity == "" {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: lease.Namespace, Name: lease.HolderIdentity}, pod); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			pod = nil
+		case apierrors.IsForbidden(err):
+			return nil
+		default:
+			return fmt.Errorf("failed to read pod %s/%s, the holder of Lease %s: %w", lease.Namespace, lease.HolderIdentity, lease.Name, err)
+		}
+	}
+	verdict := holderpod.Judge(pod, hyperv1.ControlPlaneOperatorName)
+	lease.HolderGone, lease.HolderPod = verdict.Gone, verdict.Reason
+	return nil
 }
 
 // leaseValid reports whether a Lease has a holder whose last renewal plus

@@ -67,7 +67,7 @@ func hostedCluster(namespace, name string) *hyperv1.HostedCluster {
 func createFixtures(t *testing.T) {
 	t.Helper()
 	objs := []client.Object{}
-	for _, ns := range []string{"hypershift", "leaders-a", "leaders-b", "leaders-a-demo", "leaders-a-stale", "leaders-b-alpha"} {
+	for _, ns := range []string{"hypershift", "leaders-a", "leaders-b", "leaders-a-demo", "leaders-a-stale", "leaders-a-failed", "leaders-b-alpha"} {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	released := lease("leaders-b-alpha", hyperv1.ControlPlaneOperatorLeaseName, "", 10*time.Minute, 30*time.Second, 1, 2)
@@ -78,13 +78,39 @@ func createFixtures(t *testing.T) {
 		hostedCluster("leaders-a", "stale"),
 		hostedCluster("leaders-a", "demo"),
 		lease("leaders-a-demo", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-x", 2*time.Minute+10*time.Second, time.Second, 15, 0),
-		lease("leaders-a-stale", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-y", 240*time.Hour, 200*time.Hour, 15, 3),
+		lease("leaders-a-stale", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-y", 240*time.Hour, 200*time.Hour, 15, 3), // its pod is gone
+		// Its holder's pod failed a moment ago: the Lease is still valid,
+		// until the hypershift-operator's release lands.
+		hostedCluster("leaders-a", "failed"),
+		lease("leaders-a-failed", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-z", time.Minute, 5*time.Second, 15, 1),
 		released,
 	)
 	for _, obj := range objs {
 		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("failed to create %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
 		}
+	}
+	createPod(t, "leaders-a-demo", "control-plane-operator-x", corev1.PodRunning)
+	createPod(t, "leaders-a-failed", "control-plane-operator-z", corev1.PodFailed)
+}
+
+// createPod creates a control-plane-operator pod, unless it exists, and
+// reports it in phase, as a kubelet would.
+func createPod(t *testing.T, namespace, name string, phase corev1.PodPhase) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: hyperv1.ControlPlaneOperatorName, Image: "quay.io/ocp/hypershift:4.17.0"}}},
+	}
+	if err := env.Client.Create(t.Context(), pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return
+		}
+		t.Fatal(err)
+	}
+	pod.Status.Phase = phase
+	if err := env.Client.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -170,6 +196,25 @@ func TestLeadersOutput(t *testing.T) {
 	}
 }
 
+// TestLeadersWithoutPodAccess: a user who may read HostedClusters and
+// Leases but not pods sees every holder's pod as unknown, not as gone.
+func TestLeadersWithoutPodAccess(t *testing.T) {
+	createFixtures(t)
+	kubeconfig, err := env.AddUserKubeconfig("leaders-no-pods", "leaders-no-pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, "leaders-no-pods", []rbacv1.PolicyRule{
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
+	}, authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "get"})
+	out, err := runGet(t, "leaders", "-n", "leaders-a", "--kubeconfig", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGolden(t, "no-pod-access.table", out)
+}
+
 func TestLeadersErrors(t *testing.T) {
 	down := filepath.Join(t.TempDir(), "down.kubeconfig")
 	cfg := clientcmdapi.NewConfig()
@@ -226,12 +271,20 @@ func TestLeadersErrors(t *testing.T) {
 // nothing else.
 func grantListHostedClusters(t *testing.T, group string) {
 	t.Helper()
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"list"}}}
+	grant(t, group, rules, authorizationv1.ResourceAttributes{Group: hyperv1.GroupVersion.Group, Resource: "hostedclusters", Verb: "list"})
+}
+
+// grant binds a ClusterRole named after group, with rules, to group, and
+// waits until the authorizer allows the group probe.
+func grant(t *testing.T, group string, rules []rbacv1.PolicyRule, probe authorizationv1.ResourceAttributes) {
+	t.Helper()
 	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "leaders-list-hostedclusters"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"list"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: group},
+		Rules:      rules,
 	}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "leaders-list-hostedclusters"},
+		ObjectMeta: metav1.ObjectMeta{Name: group},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
 	}
@@ -244,7 +297,7 @@ func grantListHostedClusters(t *testing.T, group string) {
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "probe", Groups: []string{group},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: hyperv1.GroupVersion.Group, Resource: "hostedclusters", Verb: "list"},
+			ResourceAttributes: &probe,
 		}}
 		if err := env.Client.Create(ctx, review); err != nil {
 			return false, err
@@ -252,6 +305,6 @@ func grantListHostedClusters(t *testing.T, group string) {
 		return review.Status.Allowed, nil
 	})
 	if err != nil {
-		t.Fatalf("group %s was not allowed to list HostedClusters: %v", group, err)
+		t.Fatalf("group %s was not allowed to %s %s: %v", group, probe.Verb, probe.Resource, err)
 	}
 }

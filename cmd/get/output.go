@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,6 +34,13 @@ type LeaseStatus struct {
 	// Valid is true while the Lease has a holder and its renewTime plus
 	// leaseDurationSeconds is in the future.
 	Valid bool `json:"valid"`
+	// HolderPod is, for a control-plane-operator Lease with a holder, the
+	// phase of the holder's pod, or why the holder is gone; empty when not
+	// known.
+	HolderPod string `json:"holderPod,omitempty"`
+	// HolderGone is true when the holder's pod no longer runs it: the
+	// hypershift-operator releases such a Lease.
+	HolderGone bool `json:"holderGone,omitempty"`
 }
 
 // ClusterLeader is a HostedCluster and its control-plane-operator's Lease.
@@ -82,9 +90,10 @@ func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string) er
 		return err
 	}
 	w = newTabWriter(out)
-	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tCONTROL PLANE NAMESPACE\tHOLDER\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID")
+	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tCONTROL PLANE NAMESPACE\tHOLDER\tHOLDER POD\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID")
 	for _, c := range leaders.Clusters {
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Namespace, c.Name, c.ControlPlaneNamespace, leaseColumns(c.Lease, now))
+		holder, rest, _ := strings.Cut(leaseColumns(c.Lease, now), "\t")
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Namespace, c.Name, c.ControlPlaneNamespace, holder, holderPodColumn(c.Lease), rest)
 	}
 	return w.Flush()
 }
@@ -92,6 +101,24 @@ func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string) er
 // newTabWriter aligns columns the way kubectl does.
 func newTabWriter(out io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
+}
+
+// holderGone is what HOLDER POD shows while a Lease still names a gone
+// holder, until the hypershift-operator's release lands.
+const holderGone = "HOLDER GONE"
+
+// holderPodColumn renders HOLDER POD: the holder's pod phase, HOLDER GONE,
+// <none> without a holder, or <unknown> when its pod could not be read.
+func holderPodColumn(l LeaseStatus) string {
+	switch {
+	case l.HolderIdentity == "":
+		return none
+	case l.HolderGone:
+		return holderGone
+	case l.HolderPod == "":
+		return "<unknown>"
+	}
+	return l.HolderPod
 }
 
 // leaseColumns renders HOLDER, LEADING FOR, LAST RENEW, TRANSITIONS and

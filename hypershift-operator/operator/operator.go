@@ -1,6 +1,7 @@
 // Package operator wires the hypershift-operator process: its flags, its
 // controller-runtime manager with leader election, health and metrics
-// endpoints, and the HostedCluster controller.
+// endpoints, the HostedCluster controller, the fencing controller and the
+// lease arbiter.
 package operator
 
 import (
@@ -19,6 +20,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	fencingctrl "github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/process"
@@ -125,9 +127,11 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to build the scheme: %w", err)
 	}
+	cacheOptions := hostedcluster.CacheOptions()
+	leasearbiter.AddCacheOptions(&cacheOptions)
 	opts := ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  hostedcluster.CacheOptions(),
+		Cache:                  cacheOptions,
 		Client:                 hostedcluster.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
@@ -144,6 +148,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	recorder := mgr.GetEventRecorder(hostedcluster.FieldOwner)
 	reconciler := &hostedcluster.Reconciler{
 		Fencing:                          fencing,
 		Probe:                            hostedcluster.ImpersonatingProbe{Config: restConfig},
@@ -152,7 +157,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
 		DefaultControlPlaneOperatorImage: o.ControlPlaneOperatorImage,
 		Election:                         o.ControlPlaneOperatorElection,
-		Recorder:                         mgr.GetEventRecorder(hostedcluster.FieldOwner),
+		Recorder:                         recorder,
 		TeardownTimeout:                  o.TeardownTimeout,
 	}
 	if err := hostedcluster.SetupIndexes(ctx, mgr); err != nil {
@@ -160,6 +165,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+	}
+	arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active()}
+	if err := mgr.AddPerTerm(arbiter.SetupWithManager); err != nil {
+		return fmt.Errorf("failed to set up the lease arbiter: %w", err)
 	}
 	if fencing.Active() {
 		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace}

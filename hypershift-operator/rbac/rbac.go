@@ -69,8 +69,15 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readWrite},
 		// The fencing policy and one binding per control-plane namespace.
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: readWrite},
-		// Watch every control-plane-operator Lease to show its holder.
+		// Watch every control-plane-operator Lease to show its holder, and
+		// release one whose holder's pod is gone (the lease arbiter: it only
+		// updates, never deletes, the CPO Lease).
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
+		// Judge whether a Lease's holder still runs: the metadata of the
+		// control-plane-operator pods (a label-selected watch, which RBAC
+		// cannot narrow), and the holder's pod read one by one.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
 		// Observe the fence: dry-run writes as a control-plane-operator pod
 		// (its ServiceAccount, and a pod name in the token's extra).
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorName}},

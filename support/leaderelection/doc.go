@@ -78,4 +78,54 @@
 // past its deadline (a stopped process, a hung connection that later
 // delivers) are what the fencing admission policy refuses: the Lease no
 // longer names it.
+//
+// # When the holder's pod is gone: the parent releases
+//
+// A leader that stops without releasing (its pod force-deleted, evicted or
+// lost with its node, its process killed while the pod goes away) leaves
+// its standbys waiting the lease duration. For the control-plane-operator
+// the hypershift-operator knows more than the candidates: it watches their
+// pods. When the pod a CPO Lease names no longer runs a holder
+// (holderpod.Judge: no pod has that name, the pod is in a terminal phase,
+// or it is being deleted and its container terminated), the
+// hypershift-operator's lease arbiter clears the holder, with an update
+// preconditioned on the resourceVersion of the read that named the gone
+// holder, just as a release by the holder itself; the standbys see it
+// through their watch and take the Lease at once. A holder whose pod exists
+// and runs is never released, however long it has been silent: a frozen
+// or partitioned process keeps the timing rule above. The parent never
+// names a holder, it only clears one.
+//
+// Why this cannot make two writers, although the parent cannot know that
+// the gone pod's process has stopped (a partitioned node may still run it):
+//
+//   - A pod-bound ServiceAccount token stops authenticating once its pod
+//     object is deleted, but not at once: the API server caches a successful
+//     token authentication for 10 seconds. Measured on kube-apiserver
+//     1.37.2 (test/fencing): accepted about 10s after a forced delete, 401
+//     from then on. After that window a process of the deleted pod can
+//     write nothing anywhere.
+//   - Inside that window, and for a pod in a terminal phase (whose token
+//     authenticates for as long as the pod object exists), the fencing
+//     policy refuses every write by a control-plane-operator pod that the
+//     Lease does not name. Once released, the Lease names no one, then the
+//     new holder: the gone pod's writes are refused (test/fencing shows
+//     both, and that without the fence the same write goes through). Its
+//     Lease writes are compare-and-swap updates on a resourceVersion the
+//     release changed, so they fail with a conflict, and the elector stops
+//     leading when it sees another holder.
+//   - So the parent releases at once only where it has seen the fence in
+//     force (the HostedCluster's LeaderFencing condition is True, from a
+//     probe of the API server). Without it (--enable-fencing=false, an API
+//     server that cannot fence, a fence not yet verified or stale), it
+//     releases only once the holder's pod object has been gone for the
+//     token window (leasearbiter.TokenWindow, 15s), and leaves the Lease of
+//     a pod whose object still exists to the lease duration.
+//
+// The holder identity stays the pod's name. Deployment pods get generated
+// names, and the API server refuses to create a name that exists, so a
+// name names one pod while it can hold the Lease. A name that comes back
+// (a pod created by hand under a gone pod's name) only makes the parent
+// more careful: it judges the pod that has the name now, sees it run, and
+// leaves the Lease alone.
 package leaderelection

@@ -42,6 +42,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("highly available", testHighlyAvailable)
 	t.Run("namespace deleted", testNamespaceDeleted)
 	t.Run("destroy", testDestroy)
+	t.Run("parent arbitrates", testArbiter)
 	t.Run("negative control", testNegativeControl)
 }
 

@@ -66,6 +66,10 @@ type podRuntime struct {
 	stopping   bool
 	startTime  metav1.Time
 	containers []*containerRuntime
+
+	// partitionedAs, set while the pod is cut off from the API server
+	// (Agent.Partition), is the pod as the worker last saw it.
+	partitionedAs *corev1.Pod
 }
 
 // newPodRuntime prepares a runtime; the caller holds a.mu.
@@ -262,6 +266,10 @@ func (p *podRuntime) run() {
 	for {
 		p.mu.Lock()
 		pod, gone, shutdown := p.pod, p.gone, p.shutdown
+		partitioned := p.partitionedAs != nil && !shutdown
+		if partitioned {
+			pod, gone = p.partitionedAs, false
+		}
 		p.mu.Unlock()
 		if gone || shutdown || pod.DeletionTimestamp != nil {
 			grace := gracePeriod(pod, gone, shutdown)
@@ -280,7 +288,7 @@ func (p *podRuntime) run() {
 			p.finish(ctx, !gone && !shutdown)
 			return
 		}
-		if !gone && !shutdown {
+		if !gone && !shutdown && !partitioned {
 			if wait := p.syncStatus(ctx, pod); wait > 0 {
 				if retry != nil {
 					retry.Stop()

@@ -71,7 +71,8 @@ func leaseRequests(events []auditv1.Event) map[string][]request {
 type holding struct {
 	user     string
 	from, to time.Time
-	// end is "released", "taken over" or "" (still held at the end).
+	// end is "released", "released by the parent", "taken over" or ""
+	// (still held at the end).
 	end string
 }
 
@@ -80,7 +81,9 @@ type holding struct {
 // the holder's last write plus the lease duration: otherwise two
 // candidates held the Lease at once, and it is reported as a violation.
 // A release is the last successful write of a candidate after it was
-// stopped gracefully (the audit log at Metadata level has no bodies).
+// stopped gracefully (the audit log at Metadata level has no bodies), or
+// any write by the parent's lease arbiter, which may only come once the
+// holder's pod began to go.
 func holdings(g *group, rs []request) (hs []holding, violations []string) {
 	releaseAt := map[string]time.Time{}
 	for _, c := range g.cands {
@@ -99,6 +102,17 @@ func holdings(g *group, rs []request) (hs []holding, violations []string) {
 	var last time.Time
 	for _, r := range rs {
 		if !r.write() || !r.ok() {
+			continue
+		}
+		if r.user == arbiterUser {
+			if !g.podKind() || g.goneAt.IsZero() || r.at.Before(g.goneAt) {
+				violations = append(violations, fmt.Sprintf("%s: the parent released the Lease at %s, before its holder's pod was gone", g.ns, r.at.Format("15:04:05.000")))
+			}
+			if cur != nil {
+				cur.to, cur.end = r.at, "released by the parent"
+				hs = append(hs, *cur)
+				cur = nil
+			}
 			continue
 		}
 		if cur != nil && r.user == cur.user {

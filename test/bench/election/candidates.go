@@ -19,7 +19,7 @@ import (
 )
 
 // leaseName is the Lease every group of candidates campaigns for, one per
-// namespace.
+// namespace, but where the parent arbitrates (see group.leaseOf).
 const leaseName = "lease"
 
 // configuration is one elector with its timings.
@@ -91,10 +91,10 @@ type candidate struct {
 	runErr error
 }
 
-// startCandidate starts an elector of cfg for the Lease in ns. release
+// startCandidate starts an elector of cfg for Lease ns/lease. release
 // selects a graceful stop (the Lease is released when its context ends) or
 // a crash (it is left held). Every "started leading" goes to led.
-func startCandidate(ctx context.Context, cfg configuration, rc *rest.Config, ns, user string, release bool, led chan<- leadEvent) (*candidate, error) {
+func startCandidate(ctx context.Context, cfg configuration, rc *rest.Config, ns, lease, user string, release bool, led chan<- leadEvent) (*candidate, error) {
 	c := &candidate{user: user, release: release, done: make(chan struct{})}
 	onLead := func() {
 		at := time.Now()
@@ -114,7 +114,7 @@ func startCandidate(ctx context.Context, cfg configuration, rc *rest.Config, ns,
 		}
 		le, err := clientgoelection.NewLeaderElector(clientgoelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: leaseName},
+				LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: lease},
 				Client:     cs.CoordinationV1(),
 				LockConfig: resourcelock.ResourceLockConfig{Identity: user},
 			},
@@ -144,7 +144,7 @@ func startCandidate(ctx context.Context, cfg configuration, rc *rest.Config, ns,
 		return nil, err
 	}
 	e, err := leaderelection.New(leaderelection.Config{
-		Client: client, Namespace: ns, Name: leaseName, Identity: user,
+		Client: client, Namespace: ns, Name: lease, Identity: user,
 		Timings: cfg.timings, Log: logr.Discard(), NoRelease: !release,
 	})
 	if err != nil {

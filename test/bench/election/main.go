@@ -28,12 +28,22 @@
 //     is the time from the cancel to a standby's "started leading";
 //   - -samples crash samples: the same, with release off (the Lease stays
 //     held, as when the process dies); the takeover is the time from the
-//     cancel to a standby's "started leading".
+//     cancel to a standby's "started leading";
+//   - -samples "leader pod force-deleted" and -samples "leader pod failed"
+//     samples: crashes whose pod then goes. Their namespace is the
+//     control-plane namespace of a HostedCluster whose fence is in force,
+//     every candidate has a control-plane-operator pod named as its
+//     identity, they campaign for the CPO Lease, and right after the
+//     leader's stop its pod is force-deleted or reported Failed. The
+//     hypershift-operator's lease arbiter runs throughout, as an API user
+//     of its own bound to the operator's ClusterRole, and releases the
+//     Lease of a gone pod.
 //
 // For every namespace, the successful Lease writes of the audit log are
 // replayed to check that never two candidates held the Lease at once: a
 // candidate may take the Lease from another only after that one released
-// it or after its last write plus the lease duration.
+// it (or the parent did, only once the holder's pod began to go) or after
+// its last write plus the lease duration.
 //
 // # Running it
 //
@@ -52,10 +62,12 @@
 // has one row per configuration: leader Lease writes per minute and Lease
 // reads per minute of each follower in the steady window, the followers'
 // watch requests, and the median and max of the handover and takeover
-// samples. Then the ratios ours/anchor, and the goals at a 60s lease
+// samples. Then the ratios ours/anchor, the takeovers when the leader's
+// pod is gone beside the crash takeover, and the goals at a 60s lease
 // duration: leader at most 2 writes/min, followers no Lease reads,
 // graceful handover within 1s, crash takeover within the lease duration
-// plus 1s. The chart shows, per configuration, one crash sample and one
+// plus 1s, and with the leader's pod force-deleted or failed a takeover
+// median within 2s and max within 3s. The chart shows, per configuration, one crash sample and one
 // graceful sample on a time axis from the leader's stop: each candidate's
 // Lease requests (writes and reads as different marks) and who holds the
 // Lease. The command exits non-zero when a sample fails, two holders
@@ -177,6 +189,18 @@ type results struct {
 
 func measure(ctx context.Context, env *testenv.Env) (*results, error) {
 	res := &results{steady: map[string]*group{}, samples: map[string][]*group{}}
+	arbiterCtx, stopArbiter := context.WithCancel(ctx)
+	arbiterDone, err := startArbiter(arbiterCtx, env)
+	if err != nil {
+		stopArbiter()
+		return nil, err
+	}
+	defer func() {
+		stopArbiter()
+		if err := <-arbiterDone; err != nil {
+			fmt.Fprintf(os.Stderr, "the lease arbiter stopped with an error: %v\n", err)
+		}
+	}()
 	var all []*group
 	for _, cfg := range configurations {
 		g, err := newGroup(ctx, env, cfg, kindSteady, 0)
@@ -186,7 +210,7 @@ func measure(ctx context.Context, env *testenv.Env) (*results, error) {
 		res.steady[cfg.key] = g
 		all = append(all, g)
 		for i := range *samples {
-			for _, kind := range []string{kindGraceful, kindCrash} {
+			for _, kind := range sampleKinds {
 				g, err := newGroup(ctx, env, cfg, kind, i)
 				if err != nil {
 					return nil, err
@@ -209,7 +233,7 @@ func measure(ctx context.Context, env *testenv.Env) (*results, error) {
 				errs[i] = g.runSteady(ctx, res.windowEnd)
 				return
 			}
-			if err := g.runSample(ctx); err != nil {
+			if err := g.runSample(ctx, env); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", g.ns, err)
 				fmt.Printf("  %s: FAILED: %v\n", g.ns, err)
 				return

@@ -12,6 +12,8 @@ type configResult struct {
 	cfg                 configuration
 	steady              steadyResult
 	graceful, crash     []time.Duration
+	podDeleted          []time.Duration
+	podFailed           []time.Duration
 	failedSamples       []string
 	violations          []string
 	exampleCrash        *group
@@ -50,6 +52,10 @@ func (r *results) perConfiguration() []configResult {
 				if cr.exampleCrash == nil {
 					cr.exampleCrash = g
 				}
+			case kindPodDeleted:
+				cr.podDeleted = append(cr.podDeleted, g.takeover())
+			case kindPodFailed:
+				cr.podFailed = append(cr.podFailed, g.takeover())
 			}
 		}
 		out = append(out, cr)
@@ -108,10 +114,11 @@ func (r *results) markdown(machine, command string, wall time.Duration) (string,
 	w("and ours (`support/leaderelection`) with its defaults (`config.DefaultControlPlaneOperatorElection`: 60/45/2, renew every 30s) and at client-go's 15/10/2 (renew every 6.7s, two thirds of the deadline). ")
 	w("Per configuration, all at once in namespaces of their own: a steady group counted over a %s window (after %s of settling), ", *window, *settle)
 	w("%d graceful samples (the leader's context is cancelled with release on: client-go's `ReleaseOnCancel`, our `NoRelease: false`) ", *samples)
-	w("and %d crash samples (cancelled with release off: the Lease stays held, as when the process dies). ", *samples)
-	w("A sample's leader is stopped at a random point of its renew period, 3s or more after it started leading; handover and takeover run from that cancel to a standby's \"started leading\" callback. ")
+	w("and %d crash samples (cancelled with release off: the Lease stays held, as when the process dies, its pod still running). ", *samples)
+	w("%d leader pod force-deleted and %d leader pod failed samples are crashes whose pod then goes: each candidate has a control-plane-operator pod named as its identity in a control-plane namespace whose fence is in force, and the crashed leader's pod is force-deleted (grace period 0) or reported Failed; the hypershift-operator's lease arbiter (`hypershift-operator/controllers/leasearbiter`, its own API user bound to the operator's ClusterRole) runs for the whole benchmark. ", *samples, *samples)
+	w("A sample's leader is stopped at a random point of its renew period, 3s or more after it started leading; handover and takeover run from that cancel (the pod goes right after it) to a standby's \"started leading\" callback. ")
 	w("Lease requests are counted from the API server's audit log, by user: the holder's successful creates and updates, and the other candidates' gets and lists (reads, per follower) and watches (long-lived streams, counted apart). ")
-	w("\"Never two holders\" replays every namespace's successful Lease writes from the audit log: a candidate may write the Lease another holds only after that one released it or after its last write plus the lease duration.\n\n")
+	w("\"Never two holders\" replays every namespace's successful Lease writes from the audit log: a candidate may write the Lease another holds only after that one released it (or the parent did, which it may only once the holder's pod began to go) or after its last write plus the lease duration.\n\n")
 
 	w("| configuration | timings | leader Lease writes/min | follower Lease reads/min (each) | follower watch requests in window (open through it) | graceful handover median (max) | crash takeover median (max) | never two holders |\n")
 	w("|---|---|---|---|---|---|---|---|\n")
@@ -136,20 +143,22 @@ func (r *results) markdown(machine, command string, wall time.Duration) (string,
 			failures = append(failures, fmt.Sprintf("%s: the steady group changed holder %d times in the window", cr.cfg.name, cr.transitionsInSteady))
 		}
 	}
-	w("\nSamples per configuration: %d graceful, %d crash (failed samples: %d).", *samples, *samples, countFailed(crs))
+	w("\nSamples per configuration: %d graceful, %d crash, %d leader pod force-deleted, %d leader pod failed (failed samples: %d).", *samples, *samples, *samples, *samples, countFailed(crs))
 	w(" Followers' reads in the steady window are per follower (two per group); client-go's followers poll every retry period plus a jitter of up to 1.2 of it.\n\n")
 
 	ours := crs[len(crs)-1]
 	w("Ours / anchor (below 1: ours is lower):\n\n")
-	w("| ours / anchor | leader writes/min | follower reads/min | graceful handover median | crash takeover median | crash takeover max |\n")
-	w("|---|---|---|---|---|---|\n")
+	w("| ours / anchor | leader writes/min | follower reads/min | graceful handover median | crash takeover median | crash takeover max | pod force-deleted takeover median / anchor's crash takeover median | pod failed takeover median / anchor's crash takeover median |\n")
+	w("|---|---|---|---|---|---|---|---|\n")
 	ratioRow := func(ours, cr configResult) {
-		w("| %s / %s | %s | %s | %s | %s | %s |\n", ours.cfg.name, cr.cfg.name,
+		w("| %s / %s | %s | %s | %s | %s | %s | %s | %s |\n", ours.cfg.name, cr.cfg.name,
 			ratio(ours.steady.leaderWritesPerMin(), cr.steady.leaderWritesPerMin()),
 			ratio(ours.steady.followerReadsPerMin(), cr.steady.followerReadsPerMin()),
 			ratio(median(ours.graceful).Seconds(), median(cr.graceful).Seconds()),
 			ratio(median(ours.crash).Seconds(), median(cr.crash).Seconds()),
-			ratio(maxOf(ours.crash).Seconds(), maxOf(cr.crash).Seconds()))
+			ratio(maxOf(ours.crash).Seconds(), maxOf(cr.crash).Seconds()),
+			ratio(median(ours.podDeleted).Seconds(), median(cr.crash).Seconds()),
+			ratio(median(ours.podFailed).Seconds(), median(cr.crash).Seconds()))
 	}
 	for _, cr := range crs {
 		if cr.cfg.anchor {
@@ -163,7 +172,9 @@ func (r *results) markdown(machine, command string, wall time.Duration) (string,
 			}
 		}
 	}
-	w("\nAt a 60s lease duration a crash takeover takes up to a minute by design; the row of ours at 15/10/2 compares ours with client-go at the same lease duration.\n")
+	w("\nAt a 60s lease duration a crash takeover takes up to a minute by design; the row of ours at 15/10/2 compares ours with client-go at the same lease duration. ")
+	w("The last two columns compare ours, when the parent releases the Lease of a leader whose pod is gone, with the anchor in the same situation without a parent (as HyperShift runs it), which waits out the lease duration as after a crash.\n")
+	parentSection(w, crs)
 
 	ld := ours.cfg.timings.LeaseDuration
 	type goal struct {
@@ -175,6 +186,10 @@ func (r *results) markdown(machine, command string, wall time.Duration) (string,
 		{"follower Lease reads in the window", "0", fmt.Sprintf("%d", ours.steady.followerReads), ours.steady.followerReads == 0},
 		{"graceful handover (max)", "≤ 1 s", dur(maxOf(ours.graceful)), len(ours.graceful) > 0 && maxOf(ours.graceful) <= time.Second},
 		{"crash takeover (max)", fmt.Sprintf("≤ LD + 1s = %s", dur(ld+time.Second)), dur(maxOf(ours.crash)), len(ours.crash) > 0 && maxOf(ours.crash) <= ld+time.Second},
+		{"leader pod force-deleted: takeover median", "≤ 2 s", dur(median(ours.podDeleted)), len(ours.podDeleted) > 0 && median(ours.podDeleted) <= 2*time.Second},
+		{"leader pod force-deleted: takeover max", "≤ 3 s", dur(maxOf(ours.podDeleted)), len(ours.podDeleted) > 0 && maxOf(ours.podDeleted) <= 3*time.Second},
+		{"leader pod failed: takeover median", "≤ 2 s", dur(median(ours.podFailed)), len(ours.podFailed) > 0 && median(ours.podFailed) <= 2*time.Second},
+		{"leader pod failed: takeover max", "≤ 3 s", dur(maxOf(ours.podFailed)), len(ours.podFailed) > 0 && maxOf(ours.podFailed) <= 3*time.Second},
 	}
 	w("\nGoals for ours at LD %s:\n\n| goal | required | measured | |\n|---|---|---|---|\n", seconds(ld))
 	for _, g := range goals {
@@ -186,9 +201,9 @@ func (r *results) markdown(machine, command string, wall time.Duration) (string,
 		w("| %s | %s | %s | %s |\n", g.what, g.required, g.measured, verdict)
 	}
 
-	w("\nEvery sample, in seconds from the cancel to a standby leading:\n\n| configuration | graceful handover | crash takeover |\n|---|---|---|\n")
+	w("\nEvery sample, in seconds from the cancel to a standby leading:\n\n| configuration | graceful handover | crash takeover | leader pod force-deleted | leader pod failed |\n|---|---|---|---|---|\n")
 	for _, cr := range crs {
-		w("| %s | %s | %s |\n", cr.cfg.name, list(cr.graceful), list(cr.crash))
+		w("| %s | %s | %s | %s | %s |\n", cr.cfg.name, list(cr.graceful), list(cr.crash), list(cr.podDeleted), list(cr.podFailed))
 	}
 	w("\nSteady window, all Lease requests: ")
 	for i, cr := range crs {
@@ -224,4 +239,35 @@ func list(ds []time.Duration) string {
 		parts = append(parts, fmt.Sprintf("%.3f", d.Seconds()))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// parentSection writes the takeovers when the leader's pod is gone, beside
+// the crash takeover, one column per configuration.
+func parentSection(w func(string, ...any), crs []configResult) {
+	w("\n### When the leader's pod is gone, the parent arbitrates\n\n")
+	w("Takeover median (max), from the leader's stop to a standby leading. In the crash row the leader's pod still runs, so no one may release its Lease: every elector waits out the lease duration, as every anchor does in all three rows without a parent. ")
+	w("In the other rows the hypershift-operator releases the Lease once the pod is gone; our standbys see the release through their watch, client-go's at their next poll (every retry period, with a jitter).\n\n")
+	w("| situation |")
+	for _, cr := range crs {
+		w(" %s |", cr.cfg.name)
+	}
+	w("\n|---|")
+	for range crs {
+		w("---|")
+	}
+	w("\n")
+	for _, row := range []struct {
+		name string
+		of   func(configResult) []time.Duration
+	}{
+		{"crash (process gone, pod running)", func(cr configResult) []time.Duration { return cr.crash }},
+		{"leader pod force-deleted", func(cr configResult) []time.Duration { return cr.podDeleted }},
+		{"leader pod failed", func(cr configResult) []time.Duration { return cr.podFailed }},
+	} {
+		w("| %s |", row.name)
+		for _, cr := range crs {
+			w(" %s (%s) |", dur(median(row.of(cr))), dur(maxOf(row.of(cr))))
+		}
+		w("\n")
+	}
 }

@@ -33,15 +33,24 @@ type group struct {
 	old, new   *candidate
 	cancelAt   time.Time
 	takeoverAt time.Time
-	err        error
+	// goneAt is when the stopped leader's pod began to go (pod kinds).
+	goneAt time.Time
+	err    error
 }
 
 const (
 	kindSteady   = "steady"
 	kindGraceful = "graceful"
 	kindCrash    = "crash"
-	candidates   = 3
+	// kindPodDeleted and kindPodFailed are crashes whose pod then goes:
+	// force-deleted, or reported Failed. The parent arbitrates those.
+	kindPodDeleted = "pod-deleted"
+	kindPodFailed  = "pod-failed"
+	candidates     = 3
 )
+
+// sampleKinds are the kinds of samples taken -samples times each.
+var sampleKinds = []string{kindGraceful, kindCrash, kindPodDeleted, kindPodFailed}
 
 func (g *group) takeover() time.Duration { return g.takeoverAt.Sub(g.cancelAt) }
 
@@ -64,12 +73,18 @@ func newGroup(ctx context.Context, env *testenv.Env, cfg configuration, kind str
 		g.users = append(g.users, user)
 		g.configs = append(g.configs, rc)
 	}
+	if g.podKind() {
+		if err := g.claimNamespace(ctx, env); err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
 }
 
 func (g *group) start(ctx context.Context) error {
 	for i, user := range g.users {
-		c, err := startCandidate(ctx, g.cfg, g.configs[i], g.ns, user, g.kind != kindCrash, g.led)
+		release := g.kind == kindSteady || g.kind == kindGraceful
+		c, err := startCandidate(ctx, g.cfg, g.configs[i], g.ns, g.leaseOf(), user, release, g.led)
 		if err != nil {
 			return fmt.Errorf("failed to start candidate %s: %w", user, err)
 		}
@@ -107,14 +122,14 @@ func (g *group) runSteady(ctx context.Context, until time.Time) error {
 // runSample elects a leader, lets it run a random part of its renew
 // period, stops it (gracefully or as a crash) and waits for a standby to
 // start leading.
-func (g *group) runSample(ctx context.Context) error {
-	err := g.sample(ctx)
+func (g *group) runSample(ctx context.Context, env *testenv.Env) error {
+	err := g.sample(ctx, env)
 	g.stopAll()
 	g.err = err
 	return err
 }
 
-func (g *group) sample(ctx context.Context) error {
+func (g *group) sample(ctx context.Context, env *testenv.Env) error {
 	if err := g.start(ctx); err != nil {
 		return err
 	}
@@ -141,6 +156,12 @@ func (g *group) sample(ctx context.Context) error {
 	}
 	g.old.stop()
 	g.cancelAt = g.old.stopped()
+	if g.podKind() {
+		g.goneAt = time.Now()
+		if err := g.makePodGone(ctx, env); err != nil {
+			return fmt.Errorf("failed to make the pod of %s gone: %w", g.old.user, err)
+		}
+	}
 	deadline := time.After(limit)
 	for {
 		select {

@@ -1,0 +1,63 @@
+package leasearbiter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+)
+
+// releaseAfter decides when the gone holder of Lease key may be released:
+// at once when the namespace is fenced; without a fence, only once its pod
+// object has been gone for TokenWindow (wait says how long is left), and
+// never while the pod object exists (release is false).
+func (r *Reconciler) releaseAfter(ctx context.Context, hc *hyperv1.HostedCluster, key types.NamespacedName, holder string, podExists bool) (wait time.Duration, release bool, err error) {
+	fenced, err := r.fenced(ctx, hc, key.Namespace)
+	if err != nil || fenced {
+		return 0, fenced, err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if podExists {
+		log.V(1).Info("Not releasing the Lease: its holder's pod object still exists, so its token still authenticates, and the fence is not in force", "holder", holder)
+		return 0, false, nil
+	}
+	goneFor := r.now().Sub(r.holders.get(key, holder).goneAt)
+	if left := TokenWindow - goneFor; left > 0 {
+		log.V(1).Info("Waiting to release the Lease until the gone pod's token no longer authenticates: the fence is not in force", "holder", holder, "wait", left)
+		return left, false, nil
+	}
+	return 0, true, nil
+}
+
+// fenced reports whether the API server is seen to refuse, in namespace,
+// writes by control-plane-operator pods the Lease does not name: the
+// operator fences, the HostedCluster's LeaderFencing condition (observed
+// by probing the API server) is True, and the fencing policy and this
+// namespace's binding exist.
+func (r *Reconciler) fenced(ctx context.Context, hc *hyperv1.HostedCluster, namespace string) (bool, error) {
+	if !r.Fencing || !meta.IsStatusConditionPresentAndEqual(hc.Status.Conditions, hostedcluster.LeaderFencing, metav1.ConditionTrue) {
+		return false, nil
+	}
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: render.FencingPolicyName}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(namespace)}},
+	} {
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				return false, nil
+			}
+			return false, fmt.Errorf("failed to get %s: %w", obj.GetName(), err)
+		}
+	}
+	return true, nil
+}

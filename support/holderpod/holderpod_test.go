@@ -1,0 +1,46 @@
+package holderpod
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestJudge(t *testing.T) {
+	const container = "control-plane-operator"
+	now := metav1.Now()
+	pod := func(phase corev1.PodPhase, deleting bool, states ...corev1.ContainerStatus) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase, ContainerStatuses: states}}
+		if deleting {
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	running := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	exited := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}
+	sidecarExited := corev1.ContainerStatus{Name: "sidecar", State: exited.State}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want Verdict
+	}{
+		{"when no pod has the holder's name, the holder is gone", nil, Verdict{Gone: true, Reason: ReasonNotFound}},
+		{"when the pod failed, the holder is gone", pod(corev1.PodFailed, false, exited), Verdict{Gone: true, Reason: ReasonFailed}},
+		{"when the pod succeeded, the holder is gone", pod(corev1.PodSucceeded, false), Verdict{Gone: true, Reason: ReasonSucceeded}},
+		{"when the pod is being deleted and the container terminated, the holder is gone", pod(corev1.PodRunning, true, exited), Verdict{Gone: true, Reason: ReasonTerminated}},
+		{"when the pod runs, the holder may run", pod(corev1.PodRunning, false, running), Verdict{Reason: "Running"}},
+		{"when the container crashed in a running pod, the kubelet restarts it: the holder may run", pod(corev1.PodRunning, false, exited), Verdict{Reason: "Running"}},
+		{"when the pod is being deleted and the container still runs, the holder may run", pod(corev1.PodRunning, true, running), Verdict{Reason: "Running"}},
+		{"when the pod is being deleted and only another container terminated, the holder may run", pod(corev1.PodRunning, true, sidecarExited), Verdict{Reason: "Running"}},
+		{"when the pod is being deleted and reports no container, the holder may run", pod(corev1.PodRunning, true), Verdict{Reason: "Running"}},
+		{"when the node lost contact, the holder may run", pod(corev1.PodUnknown, false, running), Verdict{Reason: "Unknown"}},
+		{"when the pod has no phase yet, it is pending", pod("", false), Verdict{Reason: "Pending"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Judge(tc.pod, container); got != tc.want {
+				t.Errorf("Judge = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

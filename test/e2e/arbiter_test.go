@@ -1,0 +1,453 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+const (
+	// hoUser is the hypershift-operator's pods' user.
+	hoUser = "system:serviceaccount:hypershift:hypershift-operator"
+	// arbiterBound is how soon a standby must lead once the leader's pod
+	// is gone.
+	arbiterBound = 2 * time.Second
+	// renewInterval is how often a leader renews: 2/3 of the 7s renew
+	// deadline installOperator renders.
+	renewInterval = 7 * time.Second * 2 / 3
+)
+
+// testArbiter: the parent releases the Lease of a leader whose pod is gone,
+// and no other. Its own highly available cluster, with a leader and a
+// standby control-plane-operator, goes through a quiet window, a same-pod
+// restart, a frozen leader whose pod runs, a frozen leader whose pod is
+// force-deleted, and a leader whose pod fails; the audit log is the witness.
+func testArbiter(t *testing.T) {
+	// The story needs the control-plane-operators, not a serving control
+	// plane: it does not wait for Available.
+	secret := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name=arbiter", "--namespace=clusters",
+		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
+		"--control-plane-availability-policy="+string(hyperv1.HighlyAvailable))
+	ns := controlPlaneNamespace("arbiter")
+	awaitLeaderAndStandby(t, ns)
+	t.Run("converged, the parent writes no Lease", testArbiterQuiet)
+	t.Run("a leader restarted in its pod resumes at once", func(t *testing.T) { testSamePodRestart(t, ns) })
+	t.Run("a frozen leader whose pod runs is not released", func(t *testing.T) { testFrozenLeaderKept(t, ns) })
+	t.Run("a frozen leader's force-deleted pod is released", func(t *testing.T) { testForceDeletedLeader(t, ns) })
+	t.Run("a failed leader pod is released", func(t *testing.T) { testFailedLeader(t, ns) })
+	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=arbiter", "--namespace=clusters", "--wait", "--timeout=4m")
+}
+
+// awaitLeaderAndStandby waits until two CPO pods run, ready, one of them
+// holding the Lease, and returns the leader and the standby.
+func awaitLeaderAndStandby(t *testing.T, ns string) (leader, standby string) {
+	t.Helper()
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		var ready []string
+		for _, p := range cpoPods(t, ns) {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) && p.Labels["app"] == hyperv1.ControlPlaneOperatorName && len(p.OwnerReferences) > 0 {
+				ready = append(ready, p.Name)
+			}
+		}
+		leader = holder(t, ns)
+		if len(ready) != 2 || !slices.Contains(ready, leader) {
+			return fmt.Errorf("ready Deployment pods %v, holder %q", ready, leader)
+		}
+		standby = ready[0]
+		if standby == leader {
+			standby = ready[1]
+		}
+		return nil
+	})
+	return leader, standby
+}
+
+// testArbiterQuiet: over a window of several renewals, the parent writes
+// no Lease of any HostedCluster.
+func testArbiterQuiet(t *testing.T) {
+	time.Sleep(5 * time.Second) // settle after the cluster came up
+	from := time.Now()
+	time.Sleep(4 * renewInterval)
+	to := time.Now()
+	list := &hyperv1.HostedClusterList{}
+	if err := lc.Env.Client.List(t.Context(), list); err != nil {
+		t.Fatal(err)
+	}
+	events := auditEvents(t)
+	for _, hc := range list.Items {
+		ns := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
+		parent, renewals := 0, 0
+		for _, e := range leaseWritesIn(events, ns, from, to) {
+			switch {
+			case e.User.Username == hoUser:
+				parent++
+			case testenv.Succeeded(e):
+				renewals++
+			}
+		}
+		t.Logf("HostedCluster %s/%s: %d Lease writes by the hypershift-operator, %d renewals by its leader in %s", hc.Namespace, hc.Name, parent, renewals, to.Sub(from).Round(time.Second))
+		if parent != 0 {
+			t.Errorf("HostedCluster %s/%s: the hypershift-operator wrote its Lease %d times while converged", hc.Namespace, hc.Name, parent)
+		}
+		if renewals < 2 {
+			t.Errorf("HostedCluster %s/%s: only %d renewals in the window: the check proves nothing", hc.Namespace, hc.Name, renewals)
+		}
+	}
+}
+
+// testSamePodRestart: kill -9 the leader's process; the node agent
+// restarts the container in the same pod, and the new process, with the
+// same identity, takes the Lease back at once, without the parent.
+func testSamePodRestart(t *testing.T, ns string) {
+	leader, _ := awaitLeaderAndStandby(t, ns)
+	pid := cpoPID(t, ns, leader)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var resumed time.Time
+	testutil.Eventually(t, leaseDuration+margin, func() error {
+		for _, e := range leaseWritesIn(auditEvents(t), ns, killed, time.Now()) {
+			if podOf(e) == leader && testenv.Succeeded(e) {
+				resumed = e.RequestReceivedTimestamp.Time
+				return nil
+			}
+		}
+		return fmt.Errorf("no Lease write by %s since the kill", leader)
+	})
+	took := resumed.Sub(killed)
+	t.Logf("same-pod restart: %s's new process wrote the Lease %s after the kill -9 of the old one", leader, took.Round(time.Millisecond))
+	if newPID, ok := lc.Agent.PodPID(ns, leader, hyperv1.ControlPlaneOperatorName); !ok || newPID == pid {
+		t.Errorf("the pod %s has no new process (%d, %v)", leader, newPID, ok)
+	}
+	if took >= leaseDuration {
+		t.Errorf("the restarted holder resumed after %s, not before the lease duration %s", took, leaseDuration)
+	}
+	assertParentWroteNothing(t, ns, killed)
+}
+
+// testFrozenLeaderKept: a leader frozen with SIGSTOP in a pod that runs is
+// not gone: the parent leaves its Lease alone, and the standby takes over
+// only once the lease duration has passed since the leader's last renewal.
+func testFrozenLeaderKept(t *testing.T, ns string) {
+	leader, standby := awaitLeaderAndStandby(t, ns)
+	pid := cpoPID(t, ns, leader)
+	frozen := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer thaw()
+	testutil.Eventually(t, leaseDuration+retryPeriod+margin, func() error {
+		if h := holder(t, ns); h != standby {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	})
+	thaw()
+	var lastRenewal, takeover time.Time
+	for _, e := range leaseWritesIn(auditEvents(t), ns, frozen.Add(-leaseDuration), time.Now()) {
+		switch {
+		case !testenv.Succeeded(e):
+		case podOf(e) == leader && e.RequestReceivedTimestamp.Time.Before(frozen):
+			lastRenewal = e.RequestReceivedTimestamp.Time
+		case podOf(e) == standby && takeover.IsZero() && e.RequestReceivedTimestamp.Time.After(frozen):
+			takeover = e.RequestReceivedTimestamp.Time
+		}
+	}
+	if lastRenewal.IsZero() || takeover.IsZero() {
+		t.Fatalf("the audit log shows no renewal by %s before the freeze (%v) or no takeover by %s (%v)", leader, lastRenewal, standby, takeover)
+	}
+	t.Logf("frozen leader %s, pod running: %s took over %s after the freeze, %s after the leader's last renewal", leader, standby,
+		takeover.Sub(frozen).Round(time.Millisecond), takeover.Sub(lastRenewal).Round(time.Millisecond))
+	if took := takeover.Sub(lastRenewal); took < leaseDuration-100*time.Millisecond {
+		t.Errorf("the standby took over %s after the frozen leader's last renewal, before the lease duration %s", took, leaseDuration)
+	}
+	assertParentWroteNothing(t, ns, frozen)
+	awaitLeaderAndStandby(t, ns) // the thawed process exits and its pod runs it again, as a standby
+}
+
+// testForceDeletedLeader: freeze the leader, cut its pod off from the API
+// server as a partitioned node is, and force-delete the pod: the parent
+// releases the Lease, the standby leads within 2s; thawed once its token
+// no longer authenticates, the old process's requests are refused, and
+// none of its writes is accepted.
+func testForceDeletedLeader(t *testing.T, ns string) {
+	leader, standby := awaitLeaderAndStandby(t, ns)
+	pid := cpoPID(t, ns, leader)
+	if !lc.Agent.Partition(ns, leader) {
+		t.Fatalf("the node agent runs no pod %s", leader)
+	}
+	defer lc.Agent.Heal(ns, leader)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(pid, syscall.SIGCONT) }()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leader}}
+	if err := lc.Env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	testutil.Eventually(t, leaseDuration+margin, func() error {
+		if h := holder(t, ns); h == "" || h == leader {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	})
+	released, takeover := parentRelease(t, ns, deleted)
+	t.Logf("force-deleted frozen leader %s: the parent released its Lease %s after the delete, %s led %s after it",
+		leader, released.Sub(deleted).Round(time.Millisecond), holder(t, ns), takeover.Sub(deleted).Round(time.Millisecond))
+	if took := takeover.Sub(deleted); took > arbiterBound {
+		t.Errorf("the standby led %s after the leader's pod was force-deleted, want at most %s", took, arbiterBound)
+	}
+	if h := holder(t, ns); h != standby {
+		t.Logf("the Lease went to %s, a replacement pod, not the standby %s", h, standby)
+	}
+	assertReleaseEvent(t, leader, "not found", deleted)
+
+	// Thaw the old process once its token is dead.
+	time.Sleep(time.Until(deleted.Add(leasearbiter.TokenWindow - 2*time.Second)))
+	thawed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	var unauthenticated, refused int
+	for _, e := range auditEvents(t) {
+		at := e.RequestReceivedTimestamp.Time
+		switch {
+		case at.Before(deleted):
+		case podOf(e) == leader && testenv.IsWrite(e) && testenv.Succeeded(e):
+			t.Errorf("a write by the force-deleted pod %s was accepted: %s %s", leader, e.Verb, e.RequestURI)
+		case podOf(e) == leader && at.After(thawed) && testenv.Succeeded(e):
+			t.Errorf("after the thaw a request by the force-deleted pod %s was accepted: %s %s", leader, e.Verb, e.RequestURI)
+		case podOf(e) == leader && at.After(thawed):
+			refused++
+		case at.After(thawed) && code(e) == 401 && strings.HasPrefix(e.UserAgent, hyperv1.ControlPlaneOperatorName+"/"):
+			// Every other control-plane-operator's token authenticates: a
+			// 401 is the deleted pod's.
+			unauthenticated++
+		}
+	}
+	t.Logf("after the thaw the old process's requests: %d refused with 401, %d refused after authentication", unauthenticated, refused)
+	if unauthenticated+refused == 0 {
+		t.Error("after the thaw the old process sent no request: the check proves nothing")
+	}
+}
+
+// testFailedLeader: a control-plane-operator pod with restartPolicy Never
+// (a Deployment allows only Always) leads; kill -9 its process and the
+// node agent reports the pod Failed: the parent releases the Lease and a
+// standby leads within 2s.
+func testFailedLeader(t *testing.T, ns string) {
+	awaitLeaderAndStandby(t, ns)
+	const name = "cpo-restart-never"
+	template := deploymentTemplate(t, ns)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: template.Labels}, Spec: *template.Spec.DeepCopy()}
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := lc.Env.Client.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lc.Env.Client.Delete(t.Context(), pod) }()
+	makeLeader(t, ns, name)
+	pid := cpoPID(t, ns, name)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, leaseDuration+margin, func() error {
+		if h := holder(t, ns); h == "" || h == name {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	})
+	released, takeover := parentRelease(t, ns, killed)
+	// The node agent's last status write before the release is the one
+	// that reported the pod Failed.
+	var failedAt time.Time
+	for _, e := range auditEvents(t) {
+		at := e.RequestReceivedTimestamp.Time
+		if e.ObjectRef != nil && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == name && e.ObjectRef.Subresource == "status" &&
+			testenv.Succeeded(e) && at.After(killed) && at.Before(released) {
+			failedAt = at
+		}
+	}
+	current := &corev1.Pod{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil || current.Status.Phase != corev1.PodFailed || failedAt.IsZero() {
+		t.Fatalf("the pod is not reported Failed (phase %q, status written at %v): %v", current.Status.Phase, failedAt, err)
+	}
+	t.Logf("failed leader %s: reported Failed %s after the kill; the parent released its Lease %s after that, %s led %s after it",
+		name, failedAt.Sub(killed).Round(time.Millisecond), released.Sub(failedAt).Round(time.Millisecond), holder(t, ns), takeover.Sub(failedAt).Round(time.Millisecond))
+	if took := takeover.Sub(failedAt); took > arbiterBound {
+		t.Errorf("a standby led %s after the leader's pod was reported Failed, want at most %s", took, arbiterBound)
+	}
+	assertReleaseEvent(t, name, "phase Failed", killed)
+}
+
+// makeLeader makes pod name lead: it stops the leader gracefully (it
+// releases the Lease) while every other candidate is frozen.
+func makeLeader(t *testing.T, ns, name string) {
+	t.Helper()
+	for attempt := 0; holder(t, ns) != name; attempt++ {
+		if attempt == 3 {
+			t.Fatalf("pod %s did not take the Lease in 3 handovers", name)
+		}
+		testutil.Eventually(t, time.Minute, func() error {
+			p := &corev1.Pod{}
+			if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil || !podReady(p) {
+				return fmt.Errorf("pod %s is not ready (%v)", name, err)
+			}
+			return nil
+		})
+		leader := holder(t, ns)
+		var frozen []int
+		for _, p := range cpoPods(t, ns) {
+			if pid, ok := lc.Agent.PodPID(ns, p.Name, hyperv1.ControlPlaneOperatorName); ok && p.Name != name && p.Name != leader {
+				if syscall.Kill(pid, syscall.SIGSTOP) == nil {
+					frozen = append(frozen, pid)
+				}
+			}
+		}
+		if err := lc.Env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leader}}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, leaseDuration+margin, func() error {
+			if h := holder(t, ns); h == "" || h == leader {
+				return fmt.Errorf("holder %q", h)
+			}
+			return nil
+		})
+		for _, pid := range frozen {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+}
+
+// parentRelease returns when, after since, the parent's release of the
+// Lease was received and when the next holder's first Lease write was.
+func parentRelease(t *testing.T, ns string, since time.Time) (released, takeover time.Time) {
+	t.Helper()
+	for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
+		switch {
+		case !testenv.Succeeded(e):
+		case e.User.Username == hoUser && released.IsZero():
+			released = e.RequestReceivedTimestamp.Time
+		case !released.IsZero() && takeover.IsZero() && podOf(e) != "":
+			takeover = e.RequestReceivedTimestamp.Time
+		}
+	}
+	if released.IsZero() || takeover.IsZero() {
+		t.Fatalf("the audit log shows no release by the hypershift-operator (%v) or no takeover after it (%v)", released, takeover)
+	}
+	return released, takeover
+}
+
+// assertParentWroteNothing checks that the hypershift-operator wrote no
+// Lease in ns since since.
+func assertParentWroteNothing(t *testing.T, ns string, since time.Time) {
+	t.Helper()
+	for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
+		if e.User.Username == hoUser {
+			t.Errorf("the hypershift-operator wrote the Lease of a holder whose pod runs: %s at %s (%d)", e.Verb, e.RequestReceivedTimestamp.Format(time.StampMilli), code(e))
+		}
+	}
+}
+
+// assertReleaseEvent checks the HostedCluster's event for the release.
+func assertReleaseEvent(t *testing.T, pod, reason string, since time.Time) {
+	t.Helper()
+	want := fmt.Sprintf("Lease released for %s: pod gone (%s)", pod, reason)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		list := &eventsv1.EventList{}
+		if err := lc.Env.Client.List(t.Context(), list, client.InNamespace("clusters")); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == "arbiter" && e.Reason == "LeaseReleased" && e.Note == want && !e.EventTime.Before(ptr.To(metav1.NewMicroTime(since.Add(-time.Second)))) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no event %q on HostedCluster clusters/arbiter", want)
+	})
+}
+
+// leaseWritesIn returns the writes of ns's CPO Lease received in [from, to).
+func leaseWritesIn(events []auditv1.Event, ns string, from, to time.Time) []auditv1.Event {
+	var out []auditv1.Event
+	for _, e := range events {
+		at := e.RequestReceivedTimestamp.Time
+		if e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == hyperv1.ControlPlaneOperatorLeaseName &&
+			testenv.IsWrite(e) && !at.Before(from) && at.Before(to) {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b auditv1.Event) int {
+		return a.RequestReceivedTimestamp.Compare(b.RequestReceivedTimestamp.Time)
+	})
+	return out
+}
+
+// podOf is the pod an audited request's token is bound to, or "".
+func podOf(e auditv1.Event) string {
+	if pods := e.User.Extra[podNameKey]; len(pods) == 1 {
+		return pods[0]
+	}
+	return ""
+}
+
+func code(e auditv1.Event) int32 {
+	if e.ResponseStatus == nil {
+		return 0
+	}
+	return e.ResponseStatus.Code
+}
+
+// cpoPID returns the process of pod's control-plane-operator container.
+func cpoPID(t *testing.T, ns, pod string) int {
+	t.Helper()
+	pid, ok := lc.Agent.PodPID(ns, pod, hyperv1.ControlPlaneOperatorName)
+	if !ok {
+		t.Fatalf("no process for pod %s", pod)
+	}
+	return pid
+}
+
+// deploymentTemplate returns the CPO Deployment's pod template.
+func deploymentTemplate(t *testing.T, ns string) corev1.PodTemplateSpec {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template
+}
