@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,7 +84,10 @@ type Env struct {
 	// AuditLogPath is the audit log file, when Options.AuditLog is set.
 	AuditLogPath string
 
-	env                   *envtest.Environment
+	env *envtest.Environment
+	// usersMu serializes adding users: envtest's certificate authority
+	// keeps its serial number without a lock, and parallel tests add users.
+	usersMu               sync.Mutex
 	auditLogMaxSizeMB     int
 	tempDir               string
 	stopControllerManager func() error
@@ -223,7 +227,7 @@ func Main(m *testing.M, opts Options, env **Env) int {
 // AddUser adds a user authenticated by its own client certificate, member
 // of groups, with no permissions beyond what RBAC grants those names.
 func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
-	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, e.Config)
+	user, err := e.addUser(envtest.User{Name: name, Groups: groups})
 	if err != nil {
 		return nil, fmt.Errorf("failed to add user %s: %w", name, err)
 	}
@@ -233,7 +237,7 @@ func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
 // AddUserKubeconfig adds a user like AddUser and writes its kubeconfig to a
 // file, for processes the test starts; the file goes with the environment.
 func (e *Env) AddUserKubeconfig(name string, groups ...string) (string, error) {
-	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, e.Config)
+	user, err := e.addUser(envtest.User{Name: name, Groups: groups})
 	if err != nil {
 		return "", fmt.Errorf("failed to add user %s: %w", name, err)
 	}
@@ -252,9 +256,15 @@ func (e *Env) AddUserKubeconfig(name string, groups ...string) (string, error) {
 	return f.Name(), nil
 }
 
+func (e *Env) addUser(user envtest.User) (*envtest.AuthenticatedUser, error) {
+	e.usersMu.Lock()
+	defer e.usersMu.Unlock()
+	return e.env.AddUser(user, e.Config)
+}
+
 // WriteKubeconfig writes a cluster-admin kubeconfig for kubectl to path.
 func (e *Env) WriteKubeconfig(path string) error {
-	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, e.Config)
+	user, err := e.addUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}})
 	if err != nil {
 		return fmt.Errorf("failed to add the admin user: %w", err)
 	}
