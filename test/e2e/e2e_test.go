@@ -41,6 +41,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("fencing", testFencing)
 	t.Run("highly available", testHighlyAvailable)
 	t.Run("namespace deleted", testNamespaceDeleted)
+	t.Run("control plane gone", testControlPlaneGone)
+	t.Run("management API frozen", testManagementOutage)
 	t.Run("destroy", testDestroy)
 	t.Run("parent arbitrates", testArbiter)
 	t.Run("negative control", testNegativeControl)
