@@ -13,7 +13,7 @@ import (
 // node, and they stop once the partition heals.
 func TestAPartitionedPodRunsOnUntilHealed(t *testing.T) {
 	ns := env.Namespace(t)
-	createPod(t, ns, "cutoff", nil, standinContainer("server", 8443))
+	createPod(t, ns, "cutoff", nil, httpsContainer("server", 8443))
 	pod := waitRunningReady(t, ns, "cutoff")
 	pid := waitPID(t, ns, "cutoff", "server")
 	if !agent.Partition(ns, "cutoff") {
