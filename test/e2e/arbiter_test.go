@@ -357,14 +357,24 @@ func makeLeader(t *testing.T, ns, name string) {
 // Lease was received and when the next holder's first Lease write was.
 func parentRelease(t *testing.T, ns string, since time.Time) (released, takeover time.Time) {
 	t.Helper()
-	for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
-		switch {
-		case !testenv.Succeeded(e):
-		case e.User.Username == hoUser && released.IsZero():
-			released = e.RequestReceivedTimestamp.Time
-		case !released.IsZero() && takeover.IsZero() && podOf(e) != "":
-			takeover = e.RequestReceivedTimestamp.Time
+	// The audit log is written as each request completes: a takeover the
+	// test has seen through the API may reach the file a moment later.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		released, takeover = time.Time{}, time.Time{}
+		for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
+			switch {
+			case !testenv.Succeeded(e):
+			case e.User.Username == hoUser && released.IsZero():
+				released = e.RequestReceivedTimestamp.Time
+			case !released.IsZero() && takeover.IsZero() && podOf(e) != "":
+				takeover = e.RequestReceivedTimestamp.Time
+			}
 		}
+		if (!released.IsZero() && !takeover.IsZero()) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if released.IsZero() || takeover.IsZero() {
 		t.Fatalf("the audit log shows no release by the hypershift-operator (%v) or no takeover after it (%v)", released, takeover)
