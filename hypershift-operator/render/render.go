@@ -8,8 +8,10 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/config"
@@ -62,4 +64,14 @@ func (in Inputs) objectMeta(name string) metav1.ObjectMeta {
 // ClusterKey is the value of the cluster annotation for hc: <namespace>/<name>.
 func ClusterKey(hc *hyperv1.HostedCluster) string {
 	return hc.Namespace + "/" + hc.Name
+}
+
+// ClusterOf reads the cluster annotation of obj: the HostedCluster it was
+// created for, and false when it names none.
+func ClusterOf(obj metav1.Object) (types.NamespacedName, bool) {
+	namespace, name, ok := strings.Cut(obj.GetAnnotations()[hyperv1.ClusterAnnotation], "/")
+	if !ok || namespace == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, true
 }

@@ -150,3 +150,22 @@ func TestKeepAliveGolden(t *testing.T) {
 		testutil.CompareWithGolden(t, fmt.Sprintf("keepalive-binding-%d", i), binding)
 	}
 }
+
+// TestClusterOfReadsWhatClusterKeyWrites: the annotation round-trips, and
+// values that name no HostedCluster are refused.
+func TestClusterOfReadsWhatClusterKeyWrites(t *testing.T) {
+	hc := testInputs(hyperv1.SingleReplica).HostedCluster
+	obj := &metav1.ObjectMeta{Annotations: map[string]string{hyperv1.ClusterAnnotation: ClusterKey(hc)}}
+	if got, ok := ClusterOf(obj); !ok || got.Namespace != hc.Namespace || got.Name != hc.Name {
+		t.Fatalf("ClusterOf = %v, %v; want %s/%s", got, ok, hc.Namespace, hc.Name)
+	}
+	for _, value := range []string{"", "demo", "/demo", "clusters/", "/"} {
+		obj := &metav1.ObjectMeta{Annotations: map[string]string{hyperv1.ClusterAnnotation: value}}
+		if got, ok := ClusterOf(obj); ok {
+			t.Errorf("ClusterOf(%q) = %v, want none", value, got)
+		}
+	}
+	if got, ok := ClusterOf(&metav1.ObjectMeta{}); ok {
+		t.Errorf("ClusterOf(no annotation) = %v, want none", got)
+	}
+}

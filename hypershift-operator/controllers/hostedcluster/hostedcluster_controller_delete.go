@@ -134,7 +134,7 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (bool, ctrl.
 		}
 		return false, ctrl.Result{}, fmt.Errorf("failed to get namespace %s: %w", s.namespace, err)
 	}
-	if ns.Annotations[hyperv1.ClusterAnnotation] != s.hc.Namespace+"/"+s.hc.Name {
+	if ns.Annotations[hyperv1.ClusterAnnotation] != s.key() {
 		// Not ours: never delete a namespace the HO did not create.
 		return true, ctrl.Result{}, nil
 	}

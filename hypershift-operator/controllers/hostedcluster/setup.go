@@ -3,7 +3,6 @@ package hostedcluster
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +25,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 )
 
 // secretCopies selects the Secrets the HO copies: the pull secret into a
@@ -139,11 +138,11 @@ func (standbyCache) NeedLeaderElection() bool { return false }
 
 // clusterFromAnnotation maps an object the HO created to its HostedCluster.
 func clusterFromAnnotation(_ context.Context, obj client.Object) []reconcile.Request {
-	namespace, name, ok := strings.Cut(obj.GetAnnotations()[hyperv1.ClusterAnnotation], "/")
-	if !ok || namespace == "" || name == "" {
+	cluster, ok := render.ClusterOf(obj)
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
+	return []reconcile.Request{{NamespacedName: cluster}}
 }
 
 // clustersOfNamespace maps a control-plane namespace to every HostedCluster

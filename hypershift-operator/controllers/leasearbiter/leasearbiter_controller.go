@@ -3,7 +3,6 @@ package leasearbiter
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/holderpod"
 )
 
@@ -114,16 +114,16 @@ func (r *Reconciler) hostedClusterOf(ctx context.Context, ns string) (*hyperv1.H
 	if namespace.Labels[hyperv1.HostedControlPlaneLabel] != "true" {
 		return nil, nil
 	}
-	hcNamespace, hcName, ok := strings.Cut(namespace.Annotations[hyperv1.ClusterAnnotation], "/")
-	if !ok || hcNamespace == "" || hcName == "" || hyperv1.ControlPlaneNamespace(hcNamespace, hcName) != ns {
+	cluster, ok := render.ClusterOf(namespace)
+	if !ok || hyperv1.ControlPlaneNamespace(cluster.Namespace, cluster.Name) != ns {
 		return nil, nil
 	}
 	hc := &hyperv1.HostedCluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: hcName}, hc); err != nil {
+	if err := r.Client.Get(ctx, cluster, hc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("failed to get HostedCluster %s/%s: %w", hcNamespace, hcName, err)
+		return nil, fmt.Errorf("failed to get HostedCluster %s: %w", cluster, err)
 	}
 	return hc, nil
 }
