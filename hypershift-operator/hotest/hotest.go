@@ -64,7 +64,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 	if mutate != nil {
 		mutate(r)
 	}
-	if err := hostedcluster.SetupIndexes(t.Context(), mgr); err != nil {
+	if err := r.SetupCaches(t.Context(), mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -160,7 +160,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Recorder:                         recorder,
 		TeardownTimeout:                  o.TeardownTimeout,
 	}
-	if err := hostedcluster.SetupIndexes(ctx, mgr); err != nil {
+	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {

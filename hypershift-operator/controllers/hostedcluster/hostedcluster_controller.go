@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -68,6 +69,9 @@ type Reconciler struct {
 
 	fences fences
 	leases *leaseClock
+	// kubeconfigs caches the Secrets in which the control-plane-operators
+	// publish their admin kubeconfigs (SetupCaches).
+	kubeconfigs cache.Cache
 }
 
 // scope is what one reconcile of one HostedCluster works with.

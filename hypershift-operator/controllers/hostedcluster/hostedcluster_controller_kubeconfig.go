@@ -45,10 +45,16 @@ func (r *Reconciler) publishedKubeconfig(ctx context.Context, s *scope) ([]byte,
 	if ref == nil {
 		return nil, nil
 	}
-	// The manager's client reads Secrets past its cache.
+	// The control-plane-operator publishes under AdminKubeconfigSecretName,
+	// which the controller caches and watches; any other name is read from
+	// the API server.
+	reader := client.Reader(r.kubeconfigs)
+	if ref.Name != hyperv1.AdminKubeconfigSecretName {
+		reader = r.APIReader
+	}
 	source := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: s.namespace, Name: ref.Name}
-	if err := r.Client.Get(ctx, key, source); err != nil {
+	if err := reader.Get(ctx, key, source); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The control-plane-operator re-creates it; its watch brings
 			// this HostedCluster back.

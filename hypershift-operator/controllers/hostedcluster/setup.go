@@ -2,6 +2,7 @@ package hostedcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -64,27 +65,30 @@ func ClientOptions() client.Options {
 // control-plane namespace, which several HostedClusters can share.
 const controlPlaneNamespaceIndex = "controlPlaneNamespace"
 
-// SetupIndexes registers the cache index the controller uses, once per
-// process, before the cache starts.
-func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+// SetupCaches registers what the controller reads and that outlives its
+// terms, once per process, before the manager starts: the index of
+// HostedClusters by control-plane namespace, and the cache of the Secrets
+// in which the control-plane-operators publish their admin kubeconfigs,
+// which runs on every replica, as the manager's cache does.
+func (r *Reconciler) SetupCaches(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &hyperv1.HostedCluster{}, controlPlaneNamespaceIndex, func(obj client.Object) []string {
 		return []string{hyperv1.ControlPlaneNamespace(obj.GetNamespace(), obj.GetName())}
 	})
 	if err != nil {
 		return fmt.Errorf("failed to index HostedClusters by control-plane namespace: %w", err)
 	}
-	return nil
+	r.kubeconfigs, err = kubeconfigSources(mgr)
+	return err
 }
 
-// SetupWithManager registers the controller and its watches (SetupIndexes
+// SetupWithManager registers the controller and its watches (SetupCaches
 // must have run on the process's manager).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.kubeconfigs == nil {
+		return errors.New("the HostedCluster controller's caches are not set up: call SetupCaches first")
+	}
 	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.Election.LeaseDuration, requests: r.clusterFromLease}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
-	sources, err := kubeconfigSources(mgr)
-	if err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
 		For(&hyperv1.HostedCluster{}).
@@ -104,7 +108,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&coordinationv1.Lease{}, r.leases.handler()).
 		// A re-issued admin kubeconfig is copied again.
-		WatchesRawSource(source.Kind(sources, client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
+		WatchesRawSource(source.Kind(r.kubeconfigs, client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
 		Complete(r)
 }
 
