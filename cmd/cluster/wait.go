@@ -21,30 +21,47 @@ import (
 
 // waitAvailable waits for Available=True, printing which condition blocks.
 func waitAvailable(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
+	err := waitCluster(ctx, c, k, timeout, out, "HostedCluster %s was not Available", func(_ context.Context, hc *hyperv1.HostedCluster) string {
+		if meta.IsStatusConditionTrue(hc.Status.Conditions, hyperv1.Available) {
+			return ""
+		}
+		return blocking(hc)
+	})
+	if err == nil {
+		_, _ = fmt.Fprintf(out, "HostedCluster %s is Available\n", k)
+	}
+	return err
+}
+
+// waitCluster reads the HostedCluster every 2s until ctx ends (timeout is
+// its length, for the message) or check finds nothing in the way, and
+// prints what check says stands in the way each time that changes.
+// failure is the message, with the cluster's key, when it is not done.
+func waitCluster(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer, failure string,
+	check func(context.Context, *hyperv1.HostedCluster) string) error {
 	last := ""
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		hc := &hyperv1.HostedCluster{}
 		if err := c.Get(ctx, k, hc); err != nil {
 			return false, err
 		}
-		if cond := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); cond != nil && cond.Status == metav1.ConditionTrue {
+		progress := check(ctx, hc)
+		if progress == "" {
 			return true, nil
 		}
-		progress := "Waiting for HostedCluster " + k.String() + ": " + blocking(hc)
 		if progress != last {
-			_, _ = fmt.Fprintln(out, progress)
+			_, _ = fmt.Fprintln(out, "Waiting for HostedCluster "+k.String()+": "+progress)
 			last = progress
 		}
 		return false, nil
 	})
 	if wait.Interrupted(err) {
 		// Not a failure to reach the API server: the cluster is not there yet.
-		return fmt.Errorf("HostedCluster %s was not Available within %s (%s)", k, timeout, last)
+		return fmt.Errorf(failure+" within %s (%s)", k, timeout, last)
 	}
 	if err != nil {
-		return fmt.Errorf("HostedCluster %s was not Available: %w", k, err)
+		return fmt.Errorf(failure+": %w", k, err)
 	}
-	_, _ = fmt.Fprintf(out, "HostedCluster %s is Available\n", k)
 	return nil
 }
 
@@ -64,28 +81,14 @@ func blocking(hc *hyperv1.HostedCluster) string {
 // message), until the HostedCluster's admin kubeconfig works: a request to
 // the hosted cluster's API with it succeeds.
 func waitKubeconfig(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
-	last, server := "", ""
-	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		hc := &hyperv1.HostedCluster{}
-		if err := c.Get(ctx, k, hc); err != nil {
-			return false, err
-		}
+	server := ""
+	err := waitCluster(ctx, c, k, timeout, out, "the admin kubeconfig of HostedCluster %s did not work", func(ctx context.Context, hc *hyperv1.HostedCluster) string {
 		var progress string
 		server, progress = tryKubeconfig(ctx, c, hc)
-		if progress == "" {
-			return true, nil
-		}
-		if progress != last {
-			_, _ = fmt.Fprintln(out, "Waiting for HostedCluster "+k.String()+": "+progress)
-			last = progress
-		}
-		return false, nil
+		return progress
 	})
-	if wait.Interrupted(err) {
-		return fmt.Errorf("the admin kubeconfig of HostedCluster %s did not work within %s (%s)", k, timeout, last)
-	}
 	if err != nil {
-		return fmt.Errorf("failed to wait for the admin kubeconfig of HostedCluster %s: %w", k, err)
+		return err
 	}
 	_, _ = fmt.Fprintf(out, "The hosted cluster's API answers at %s; print its kubeconfig with: hypershift create kubeconfig --name=%s --namespace=%s\n",
 		server, k.Name, k.Namespace)
