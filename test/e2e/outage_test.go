@@ -90,20 +90,37 @@ func podsOf(t *testing.T, ns string, labels client.MatchingLabels) map[string]in
 	return out
 }
 
-func leaseOf(t *testing.T, ns, name string) (string, int32) {
+func getLease(t *testing.T, ns, name string) *coordinationv1.Lease {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
 	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, lease); err != nil {
 		t.Fatal(err)
 	}
+	return lease
+}
+
+func leaseOf(t *testing.T, ns, name string) (string, int32) {
+	t.Helper()
+	lease := getLease(t, ns, name)
 	return ptr.Deref(lease.Spec.HolderIdentity, ""), ptr.Deref(lease.Spec.LeaseTransitions, 0)
+}
+
+// leaseRenewed is when the CPO Lease of ns was last renewed.
+func leaseRenewed(t *testing.T, ns string) time.Time {
+	t.Helper()
+	lease := getLease(t, ns, hyperv1.ControlPlaneOperatorLeaseName)
+	if lease.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return lease.Spec.RenewTime.Time
 }
 
 // testManagementOutage: three HostedClusters (demo, ha, HighlyAvailable,
 // and a third one), the management cluster's kube-apiserver frozen
 // (SIGSTOP) for 60s: no operator pod restarts or is replaced, no Lease
-// changes holder, and every HostedCluster is Available again within 10s of
-// the API server answering. The third cluster is destroyed afterwards.
+// changes holder, and every HostedCluster is back within 10s of
+// the API server answering: its leader renewed, it is Available, and its
+// hosted API answers. The third cluster is destroyed afterwards.
 func testManagementOutage(t *testing.T) {
 	clusters := []string{"demo", "ha", "outage"}
 	createCluster(t, "outage", hyperv1.SingleReplica)
@@ -134,6 +151,10 @@ func testManagementOutage(t *testing.T) {
 		})
 	}
 	record()
+	hostedClients := map[string]*hostedCluster{}
+	for _, name := range clusters {
+		hostedClients[name] = hosted(t, name)
+	}
 	before := map[string]leaseState{}
 	beforePods := map[string]map[string]int32{}
 	for k, v := range leases {
@@ -162,15 +183,25 @@ func testManagementOutage(t *testing.T) {
 	}
 	thawed = true
 	back := time.Now()
+	// The status written before the freeze still says Available=True: a
+	// cluster counts as back once its leader renewed after the thaw (so the
+	// status is judged on a live Lease again), it is Available, and its
+	// hosted API answers.
 	for _, name := range clusters {
 		testutil.Eventually(t, 10*time.Second-time.Since(back)+time.Second, func() error {
+			if renewed := leaseRenewed(t, controlPlaneNamespace(name)); !renewed.After(back) {
+				return fmt.Errorf("%s: the Lease was last renewed at %s, before the API server answered", name, renewed.Format(time.StampMilli))
+			}
 			if c := available(t, name); c == nil || c.Status != metav1.ConditionTrue {
 				return fmt.Errorf("%s: Available %+v", name, c)
+			}
+			if _, err := hostedClients[name].client.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
+				return fmt.Errorf("%s: the hosted API does not answer: %w", name, err)
 			}
 			return nil
 		})
 	}
-	t.Logf("every HostedCluster was Available %s after the API server answered again", time.Since(back).Round(time.Millisecond))
+	t.Logf("every HostedCluster was back %s after the API server answered again", time.Since(back).Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
 	record()
 	for k, want := range before {
