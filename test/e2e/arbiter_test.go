@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -22,7 +20,6 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
 	"github.com/hypershift-le/hypershift/support/testutil"
-	"github.com/hypershift-le/hypershift/test/localcluster"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -45,13 +42,7 @@ const (
 func testArbiter(t *testing.T) {
 	// The story needs the control-plane-operators, not a serving control
 	// plane: it does not wait for Available.
-	secret := filepath.Join(t.TempDir(), "pull-secret.json")
-	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name=arbiter", "--namespace=clusters",
-		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
-		"--control-plane-availability-policy="+string(hyperv1.HighlyAvailable))
+	createClusterNoWait(t, "arbiter", hyperv1.HighlyAvailable)
 	ns := controlPlaneNamespace("arbiter")
 	awaitLeaderAndStandby(t, ns)
 	t.Run("converged, the parent writes no Lease", testArbiterQuiet)

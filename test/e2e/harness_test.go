@@ -99,25 +99,26 @@ func execute(t *testing.T, cmd *cobra.Command, args ...string) string {
 // NodePort of 127.0.0.1, and waits until its admin kubeconfig works.
 func createCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy) {
 	t.Helper()
-	secret := filepath.Join(t.TempDir(), "pull-secret.json")
-	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name="+name, "--namespace=clusters",
-		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
-		"--control-plane-availability-policy="+string(policy), "--external-api-server-address=127.0.0.1", "--wait", "--timeout=6m")
+	runCreateCluster(t, name, policy, "--wait", "--timeout=6m")
 }
 
 // createClusterNoWait creates a HostedCluster with the CLI and returns.
 func createClusterNoWait(t *testing.T, name string, policy hyperv1.AvailabilityPolicy) {
 	t.Helper()
+	runCreateCluster(t, name, policy)
+}
+
+// runCreateCluster runs hypershift create cluster none with the stories'
+// release, pull secret and published address, and extra flags.
+func runCreateCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, extra ...string) {
+	t.Helper()
 	secret := filepath.Join(t.TempDir(), "pull-secret.json")
 	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	execute(t, cluster.NewCreateCommand(), "cluster", "none", "--name="+name, "--namespace=clusters",
-		"--release-image="+lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+secret,
-		"--control-plane-availability-policy="+string(policy), "--external-api-server-address=127.0.0.1")
+	execute(t, cluster.NewCreateCommand(), append([]string{"cluster", "none", "--name=" + name, "--namespace=clusters",
+		"--release-image=" + lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret=" + secret,
+		"--control-plane-availability-policy=" + string(policy), "--external-api-server-address=127.0.0.1"}, extra...)...)
 }
 
 func controlPlaneNamespace(name string) string {
