@@ -172,7 +172,7 @@ func testFrozenLeaderKept(t *testing.T, ns string) {
 		case !testenv.Succeeded(e):
 		case podOf(e) == leader && e.RequestReceivedTimestamp.Time.Before(frozen):
 			lastRenewal = e.RequestReceivedTimestamp.Time
-		case podOf(e) == standby && takeover.IsZero() && e.RequestReceivedTimestamp.Time.After(frozen):
+		case podOf(e) == standby && takeover.IsZero() && e.RequestReceivedTimestamp.After(frozen):
 			takeover = e.RequestReceivedTimestamp.Time
 		}
 	}
@@ -316,7 +316,7 @@ func makeLeader(t *testing.T, ns, name string) {
 		testutil.Eventually(t, time.Minute, func() error {
 			p := &corev1.Pod{}
 			if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil || !podReady(p) {
-				return fmt.Errorf("pod %s is not ready (%v)", name, err)
+				return fmt.Errorf("pod %s is not ready (%w)", name, err)
 			}
 			return nil
 		})

@@ -268,10 +268,10 @@ func volumesGone(t *testing.T, volumes map[string]string) {
 		for name, dir := range volumes {
 			err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &corev1.PersistentVolume{})
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("volume %s remains (%v)", name, err)
+				return fmt.Errorf("volume %s remains (%w)", name, err)
 			}
 			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("the data of volume %s remains in %s (%v)", name, dir, err)
+				return fmt.Errorf("the data of volume %s remains in %s (%w)", name, dir, err)
 			}
 		}
 		return nil

@@ -138,7 +138,7 @@ func TestInsideTheWindowTheFenceRefusesAGonePod(t *testing.T) {
 	fencedNS := controlPlane(t, ptr.To("cpo-new"))
 	// The fence is in force before the pods go (policies compile
 	// asynchronously, and the window is short).
-	denied(t, asPod(t, fencedNS, "cpo-probe"), fencedNS)
+	_ = denied(t, asPod(t, fencedNS, "cpo-probe"), fencedNS) // the denial itself; denied fails the test if none comes
 	unfencedNS := controlPlane(t, ptr.To("cpo-new"))
 	if err := env.Client.Delete(t.Context(), render.FencingBindingFor(unfencedNS, "")); err != nil {
 		t.Fatal(err)

@@ -147,7 +147,7 @@ func TestAdminKubeconfigAndEndpoint(t *testing.T) {
 		testutil.Eventually(t, 2*converge, func() error {
 			err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.hc.Namespace, Name: c.hc.Name + "-admin-kubeconfig"}, &corev1.Secret{})
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("the copy is still there (%v)", err)
+				return fmt.Errorf("the copy is still there (%w)", err)
 			}
 			return nil
 		})

@@ -308,8 +308,8 @@ func (cp *controlPlane) campaign(t *testing.T, name string) *candidate {
 // stop ends the candidate as a crash would: the Lease stays held.
 func (c *candidate) stop() {
 	c.cancel()
-	<-c.done
-	c.done <- nil // a second stop returns at once
+	err := <-c.done
+	c.done <- err // a second stop returns at once
 }
 
 // awaitLead waits up to timeout for the candidate to lead and returns when.

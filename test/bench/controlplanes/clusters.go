@@ -35,7 +35,7 @@ func (b *bench) create(ctx context.Context, name string) (time.Time, error) {
 func (b *bench) timeToAPI(ctx context.Context, name string, created time.Time) (time.Duration, error) {
 	ticker := time.NewTicker(*poll)
 	defer ticker.Stop()
-	last := "no attempt yet"
+	var last string
 	for {
 		if err := b.listNamespaces(ctx, name); err == nil {
 			return time.Since(created), nil

@@ -75,7 +75,11 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	defer b.stop()
+	defer func() {
+		if err := b.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "failed to stop the local cluster: %v\n", err)
+		}
+	}()
 	started := time.Now()
 	res, err := b.measure(ctx)
 	took := time.Since(started)
