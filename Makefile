@@ -91,13 +91,15 @@ fmt: ## Format the code with gofmt.
 	gofmt -s -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet, on the e2eunsafe build's files too.
 	go vet ./...
+	go vet -tags e2eunsafe ./hypershift-operator/...
 	cd $(TOOLS_MOD) && go vet ./...
 
 .PHONY: lint
 lint: ## Run golangci-lint with the committed configuration.
 	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags e2eunsafe ./hypershift-operator/...
 
 .PHONY: verify
 verify: generate ## Regenerate, check formatting, vet and lint, and fail if the tree changed.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hypershift-le/hypershift/cmd/version"
 	"github.com/hypershift-le/hypershift/control-plane-operator/operator"
+	"github.com/hypershift-le/hypershift/support/version"
 )
 
 func main() {
@@ -18,7 +18,7 @@ func main() {
 		Example:      "  control-plane-operator run --namespace=clusters-demo\n  control-plane-operator version",
 		SilenceUsage: true,
 	}
-	root.AddCommand(operator.NewRunCommand(), version.NewCommand())
+	root.AddCommand(operator.NewRunCommand(), version.NewCommand("control-plane-operator"))
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

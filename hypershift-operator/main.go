@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hypershift-le/hypershift/cmd/version"
 	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
+	"github.com/hypershift-le/hypershift/support/version"
 )
 
 func main() {
@@ -18,7 +18,7 @@ func main() {
 		Example:      "  hypershift-operator run --namespace=hypershift\n  hypershift-operator version",
 		SilenceUsage: true,
 	}
-	root.AddCommand(operator.NewRunCommand(), version.NewCommand())
+	root.AddCommand(operator.NewRunCommand(), version.NewCommand("hypershift-operator"))
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

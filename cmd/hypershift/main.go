@@ -17,7 +17,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
 	"github.com/hypershift-le/hypershift/cmd/util"
-	"github.com/hypershift-le/hypershift/cmd/version"
+	"github.com/hypershift-le/hypershift/support/version"
 )
 
 func newRootCommand() *cobra.Command {
@@ -34,7 +34,7 @@ func newRootCommand() *cobra.Command {
 	}
 	create := cluster.NewCreateCommand()
 	create.AddCommand(kubeconfig.NewCommand())
-	root.AddCommand(install.NewCommand(), create, cluster.NewDestroyCommand(), get.NewCommand(), version.NewCommand())
+	root.AddCommand(install.NewCommand(), create, cluster.NewDestroyCommand(), get.NewCommand(), version.NewCommand("hypershift"))
 	return root
 }
 

@@ -6,27 +6,23 @@ package install
 
 import (
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/api/crds"
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
-	"github.com/hypershift-le/hypershift/support/podspec"
+	"github.com/hypershift-le/hypershift/support/operatordeployment"
 )
 
 const (
-	name        = rbac.HypershiftOperatorName
-	metricsPort = 8080
-	healthPort  = 8081
+	name = rbac.HypershiftOperatorName
 	// DefaultImage is the image holding hypershift-operator and control-plane-operator.
 	DefaultImage = "quay.io/hypershift-le/hypershift:latest"
 )
@@ -149,7 +145,7 @@ func ResourceObjects(o Options) []client.Object {
 			ObjectMeta: meta(true, name+"-metrics"),
 			Spec: corev1.ServiceSpec{
 				Selector: labels,
-				Ports:    []corev1.ServicePort{{Name: "metrics", Port: metricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
+				Ports:    []corev1.ServicePort{{Name: "metrics", Port: hyperv1.MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
 			},
 		},
 	}
@@ -160,60 +156,23 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 	if o.Development {
 		replicas = 0
 	}
-	le, cpo := o.Election, o.ControlPlaneOperatorElection
-	args := []string{"run", "--namespace=" + o.Namespace, "--leader-elect=true"}
-	args = append(append(args, le.Args("")...), cpo.Args("cpo-")...)
-	args = append(args,
+	args := append(o.ControlPlaneOperatorElection.Args("cpo-"),
 		"--control-plane-operator-image="+o.Image,
 		fmt.Sprintf("--enable-fencing=%t", !o.DisableFencing),
-		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
 	)
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
-		ObjectMeta: meta,
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					ServiceAccountName:            name,
-					TerminationGracePeriodSeconds: ptr.To(int64((le.RenewDeadline + 20*time.Second).Seconds())),
-					SecurityContext:               podspec.RestrictedPodSecurityContext(),
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-							Weight: 100,
-							PodAffinityTerm: corev1.PodAffinityTerm{
-								LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
-								TopologyKey:   corev1.LabelHostname,
-							},
-						}},
-					}},
-					Containers: []corev1.Container{{
-						Name:            name,
-						Image:           o.Image,
-						ImagePullPolicy: o.ImagePullPolicy,
-						Command:         []string{"/usr/bin/hypershift-operator"},
-						Args:            args,
-						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"},
-						}}},
-						Ports: []corev1.ContainerPort{
-							{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
-							{Name: "health", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
-						},
-						LivenessProbe:  podspec.HTTPProbe("/healthz", "health", corev1.URISchemeHTTP, 15, 10, 3),
-						ReadinessProbe: podspec.HTTPProbe("/readyz", "health", corev1.URISchemeHTTP, 5, 10, 3),
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    resource.MustParse("10m"),
-							corev1.ResourceMemory: resource.MustParse("128Mi"),
-						}},
-						SecurityContext:          podspec.RestrictedContainerSecurityContext(),
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-					}},
-				},
-			},
-		},
-	}
+	return operatordeployment.Render(operatordeployment.Spec{
+		Meta:            meta,
+		Selector:        labels,
+		Replicas:        replicas,
+		Image:           o.Image,
+		PullPolicy:      o.ImagePullPolicy,
+		Binary:          "/usr/bin/hypershift-operator",
+		Namespace:       o.Namespace,
+		LeaderElect:     true,
+		Election:        o.Election,
+		Args:            args,
+		Memory:          "128Mi",
+		LivenessDelay:   15,
+		SpreadOverNodes: true,
+	})
 }

@@ -14,15 +14,11 @@ import (
 	"github.com/hypershift-le/hypershift/support/podspec"
 )
 
-// Environment variables every component's container gets from the
-// downward API; arguments refer to them as $(POD_NAME) and $(POD_IP).
-const (
-	// PodNameEnv holds the pod's name.
-	PodNameEnv = "POD_NAME"
-	// PodIPEnv holds the pod's IP address: processes listen on it rather
-	// than on every interface.
-	PodIPEnv = "POD_IP"
-)
+// PodIPEnv holds, in every component's container, the pod's IP address
+// from the downward API: processes listen on it rather than on every
+// interface. hyperv1.PodNameEnv holds the pod's name; arguments refer to
+// them as $(POD_IP) and $(POD_NAME).
+const PodIPEnv = "POD_IP"
 
 // Container returns a component's container running image with command
 // and args, under Pod Security "restricted", with requests cpu and memory.
@@ -34,8 +30,8 @@ func Container(name, image string, command, args []string, cpu, memory string) c
 		Command:         command,
 		Args:            args,
 		Env: []corev1.EnvVar{
-			{Name: PodNameEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-			{Name: PodIPEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
+			podspec.FieldEnv(hyperv1.PodNameEnv, "metadata.name"),
+			podspec.FieldEnv(PodIPEnv, "status.podIP"),
 		},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(cpu),

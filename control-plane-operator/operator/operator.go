@@ -57,8 +57,8 @@ func DefaultOptions() Options {
 		LeaderElect:             true,
 		LeaderElectResourceName: hyperv1.ControlPlaneOperatorLeaseName,
 		Election:                config.DefaultControlPlaneOperatorElection,
-		MetricsBindAddress:      ":8080",
-		HealthProbeBindAddress:  ":8081",
+		MetricsBindAddress:      fmt.Sprintf(":%d", hyperv1.MetricsPort),
+		HealthProbeBindAddress:  fmt.Sprintf(":%d", hyperv1.HealthPort),
 		OperateOnReleaseImage:   os.Getenv(hyperv1.OperateOnReleaseImageEnv),
 	}
 }
@@ -147,6 +147,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		APIReader:             mgr.GetAPIReader(),
 		Releases:              releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
 		OperateOnReleaseImage: o.OperateOnReleaseImage,
+		Identity:              identity,
 		Recorder:              mgr.GetEventRecorder(hostedcontrolplane.FieldOwner),
 	}
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {

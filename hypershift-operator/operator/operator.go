@@ -62,8 +62,8 @@ func DefaultOptions() Options {
 		LeaderElect:                  true,
 		Election:                     config.DefaultHypershiftOperatorElection,
 		ControlPlaneOperatorElection: config.DefaultControlPlaneOperatorElection,
-		MetricsBindAddress:           ":8080",
-		HealthProbeBindAddress:       ":8081",
+		MetricsBindAddress:           fmt.Sprintf(":%d", hyperv1.MetricsPort),
+		HealthProbeBindAddress:       fmt.Sprintf(":%d", hyperv1.HealthPort),
 		TeardownTimeout:              hostedcluster.DefaultTeardownTimeout,
 		EnableFencing:                true,
 	}

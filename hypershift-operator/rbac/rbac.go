@@ -47,10 +47,6 @@ func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 	}
 }
 
-// PullSecretName names the copy of the HostedCluster's pull secret in the
-// control-plane namespace.
-const PullSecretName = "pull-secret"
-
 // HypershiftOperatorRules are the HO's cluster-wide permissions: what it
 // reconciles and creates, plus every rule of ControlPlaneOperatorRules (a
 // Role can only grant what its creator holds).

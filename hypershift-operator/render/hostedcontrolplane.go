@@ -4,7 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 )
 
 // HostedControlPlane is the control-plane-operator's input, copied from the
@@ -19,7 +18,7 @@ func HostedControlPlane(in Inputs) *hyperv1.HostedControlPlane {
 		ControllerAvailabilityPolicy: hc.Spec.ControllerAvailabilityPolicy,
 		Platform:                     hc.Spec.Platform,
 		Networking:                   *hc.Spec.Networking.DeepCopy(),
-		PullSecret:                   hyperv1.LocalObjectReference{Name: rbac.PullSecretName},
+		PullSecret:                   hyperv1.LocalObjectReference{Name: hyperv1.PullSecretName},
 		InfraID:                      hc.Spec.InfraID,
 		ClusterID:                    hc.Spec.ClusterID,
 		Etcd:                         hc.Spec.Etcd,

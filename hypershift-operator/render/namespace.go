@@ -5,7 +5,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 )
 
 // Namespace is the control-plane namespace: labelled as one, and with Pod
@@ -31,7 +30,7 @@ func Namespace(in Inputs) *corev1.Namespace {
 // PullSecret is the copy of the HostedCluster's pull secret in the
 // control-plane namespace, for the control-plane operator's pods.
 func PullSecret(in Inputs, dockerConfigJSON []byte) *corev1.Secret {
-	meta := in.objectMeta(rbac.PullSecretName)
+	meta := in.objectMeta(hyperv1.PullSecretName)
 	meta.Labels = map[string]string{hyperv1.SecretCopyLabel: hyperv1.SecretCopyPullSecret}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

@@ -16,24 +16,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/process"
 )
 
-// PodNameEnv is the environment variable (downward API metadata.name) whose
-// value becomes the holder identity.
-const PodNameEnv = "POD_NAME"
-
 // Identity returns the identity a candidate holds the Lease under: the pod's
-// name from $POD_NAME, so that spec.holderIdentity names the pod; outside a
+// name from $POD_NAME (hyperv1.PodNameEnv), so that spec.holderIdentity names the pod; outside a
 // pod, the host name with a unique suffix.
 func Identity() (string, error) {
-	if name := os.Getenv(PodNameEnv); name != "" {
+	if name := os.Getenv(hyperv1.PodNameEnv); name != "" {
 		return name, nil
 	}
 	host, err := os.Hostname()
 	if err != nil {
-		return "", fmt.Errorf("failed to get the host name for the leader identity (set %s): %w", PodNameEnv, err)
+		return "", fmt.Errorf("failed to get the host name for the leader identity (set %s): %w", hyperv1.PodNameEnv, err)
 	}
 	return host + "_" + string(uuid.NewUUID()), nil
 }

@@ -8,18 +8,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/config"
 )
 
 func TestIdentity(t *testing.T) {
 	t.Run("when POD_NAME is set, it is the identity", func(t *testing.T) {
-		t.Setenv(PodNameEnv, "control-plane-operator-7d9c8b6f5-x2x4z")
+		t.Setenv(hyperv1.PodNameEnv, "control-plane-operator-7d9c8b6f5-x2x4z")
 		if got, err := Identity(); err != nil || got != "control-plane-operator-7d9c8b6f5-x2x4z" {
 			t.Fatalf("Identity() = %q, %v", got, err)
 		}
 	})
 	t.Run("when POD_NAME is unset, two candidates on one host differ", func(t *testing.T) {
-		t.Setenv(PodNameEnv, "")
+		t.Setenv(hyperv1.PodNameEnv, "")
 		a, errA := Identity()
 		b, errB := Identity()
 		if errA != nil || errB != nil || a == b || !strings.Contains(a, "_") {
@@ -31,7 +32,7 @@ func TestIdentity(t *testing.T) {
 func TestNewManager(t *testing.T) {
 	restConfig := &rest.Config{Host: "https://127.0.0.1:1"}
 	t.Run("when election is on, controllers are held back and the rest starts with the manager", func(t *testing.T) {
-		t.Setenv(PodNameEnv, "cpo-a")
+		t.Setenv(hyperv1.PodNameEnv, "cpo-a")
 		mgr, elector, err := NewManager(t.Context(), restConfig, ctrl.Options{}, Election{Enabled: true, Namespace: "ns", Name: "lease", Timings: config.DefaultControlPlaneOperatorElection}, ctrl.Log)
 		if err != nil {
 			t.Fatal(err)

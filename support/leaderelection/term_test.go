@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -60,7 +61,7 @@ func TestLeaderOnlyControllersRunAgainInANewTerm(t *testing.T) {
 	}
 	t.Cleanup(proxy.Close)
 	cfg.Host = "https://" + proxy.Addr
-	t.Setenv(leaderelection.PodNameEnv, "terms-a")
+	t.Setenv(hyperv1.PodNameEnv, "terms-a")
 
 	mgr, elector, err := leaderelection.NewManager(t.Context(), cfg, ctrl.Options{
 		Scheme:                 env.Scheme,

@@ -30,6 +30,14 @@ func RestrictedContainerSecurityContext() *corev1.SecurityContext {
 	}
 }
 
+// FieldEnv is the environment variable name set from the pod's field
+// fieldPath by the downward API (metadata.name, status.podIP, ...).
+func FieldEnv(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath},
+	}}
+}
+
 // HTTPProbe gets path on the named port with scheme, every period seconds
 // after initialDelay, failing after failures misses (5s timeout each).
 func HTTPProbe(path, port string, scheme corev1.URIScheme, initialDelay, period, failures int32) *corev1.Probe {

@@ -59,6 +59,23 @@ const (
 	// a HostedControlPlane of that release.
 	OperateOnReleaseImageEnv = "OPERATE_ON_RELEASE_IMAGE"
 
+	// PullSecretName names the copy of the HostedCluster's pull secret in
+	// its control-plane namespace: the hypershift-operator writes it, the
+	// control-plane-operator's pods pull with it and the
+	// control-plane-operator reads it to resolve the release.
+	PullSecretName = "pull-secret"
+
+	// PodNameEnv is the environment variable (downward API metadata.name)
+	// in which both operators, and the hosted components that need it, read
+	// their own pod's name: an operator's leader identity.
+	PodNameEnv = "POD_NAME"
+
+	// MetricsPort is where both operators serve metrics.
+	MetricsPort = 8080
+	// HealthPort is where both operators serve their health and readiness
+	// probes.
+	HealthPort = 8081
+
 	// MaxNamespaceLength is the longest namespace name Kubernetes accepts.
 	MaxNamespaceLength = 63
 

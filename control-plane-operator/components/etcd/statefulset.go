@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/podspec"
@@ -98,7 +99,7 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 // args is etcd's command line: TLS with client certificates for clients
 // and peers, listening on the pod's address only.
 func args(namespace string, members []string) []string {
-	podIP, podName := "$("+component.PodIPEnv+")", "$("+component.PodNameEnv+")"
+	podIP, podName := "$("+component.PodIPEnv+")", "$("+hyperv1.PodNameEnv+")"
 	return []string{
 		"--name=" + podName,
 		"--data-dir=" + dataDir,

@@ -3,7 +3,6 @@ package hostedcontrolplane
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -37,7 +36,7 @@ func (r *Reconciler) reportFenced(ctx context.Context, namespace string, err err
 		holder = *lease.Spec.HolderIdentity
 	}
 	ctrl.LoggerFrom(ctx).Info("Write refused by the API server: this pod does not hold the Lease",
-		"pod", os.Getenv("POD_NAME"), "holder", holder, "error", err.Error())
+		"pod", r.Identity, "holder", holder, "error", err.Error())
 }
 
 // FencedWrites counts every write of this process that the API server

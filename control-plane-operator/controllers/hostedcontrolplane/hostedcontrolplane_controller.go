@@ -41,9 +41,6 @@ const (
 	FieldOwner = "control-plane-operator"
 	// Finalizer holds a HostedControlPlane until its components are gone.
 	Finalizer = "hypershift.openshift.io/control-plane-operator"
-	// PullSecretName is the pull secret the hypershift-operator copies into
-	// the control-plane namespace.
-	PullSecretName = "pull-secret"
 	// PKIComponent is the component label value of the PKI's Secrets.
 	PKIComponent = "pki"
 
@@ -73,6 +70,9 @@ type Reconciler struct {
 	// OperateOnReleaseImage is the release this CPO was rolled out for
 	// ($OPERATE_ON_RELEASE_IMAGE); empty turns the guard off.
 	OperateOnReleaseImage string
+	// Identity is this process's Lease identity (its pod's name), for
+	// logs.
+	Identity string
 	// Recorder emits events on the HostedControlPlane.
 	Recorder events.EventRecorder
 	// Fenced counts the writes the API server refused as fenced; Client

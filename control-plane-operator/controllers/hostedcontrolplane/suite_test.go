@@ -76,14 +76,14 @@ func start(t *testing.T, opts options) *controlPlane {
 		Spec: hyperv1.HostedControlPlaneSpec{
 			ReleaseImage: image,
 			Platform:     hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret:   hyperv1.LocalObjectReference{Name: PullSecretName},
+			PullSecret:   hyperv1.LocalObjectReference{Name: hyperv1.PullSecretName},
 			Services: []hyperv1.ServicePublishingStrategyMapping{{Service: hyperv1.APIServer, ServicePublishingStrategy: hyperv1.ServicePublishingStrategy{
 				Type: hyperv1.NodePort, NodePort: &hyperv1.NodePortPublishingStrategy{Address: "127.0.0.1"},
 			}}},
 		},
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: PullSecretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.PullSecretName},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
 	}

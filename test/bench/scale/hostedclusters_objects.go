@@ -20,7 +20,6 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
-	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 )
 
@@ -39,7 +38,7 @@ type objectKind struct {
 var objectKinds = []objectKind{
 	{kind: "Namespace", resource: "namespaces", gvk: corev1.SchemeGroupVersion.WithKind("Namespace")},
 	{kind: "HostedControlPlane", resource: "hostedcontrolplanes", gvk: hyperv1.GroupVersion.WithKind("HostedControlPlane")},
-	{kind: "Secret", resource: "secrets", gvk: corev1.SchemeGroupVersion.WithKind("Secret"), name: rbac.PullSecretName},
+	{kind: "Secret", resource: "secrets", gvk: corev1.SchemeGroupVersion.WithKind("Secret"), name: hyperv1.PullSecretName},
 	{kind: "ServiceAccount", resource: "serviceaccounts", gvk: corev1.SchemeGroupVersion.WithKind("ServiceAccount"), name: hyperv1.ControlPlaneOperatorName},
 	{kind: "Role", resource: "roles", gvk: rbacv1.SchemeGroupVersion.WithKind("Role"), name: hyperv1.ControlPlaneOperatorName},
 	{kind: "RoleBinding", resource: "rolebindings", gvk: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), name: hyperv1.ControlPlaneOperatorName},
