@@ -31,6 +31,10 @@ type results struct {
 	writeSamples   []string
 	quietFor       time.Duration
 	clusters       int
+	// restarts are the concurrent clusters' container restarts by
+	// component, counted at the end.
+	restarts       map[string]int32
+	restartSamples []string
 }
 
 // measure runs the sequential and the concurrent creations, then the
@@ -58,15 +62,65 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 		return res, err
 	}
 	for _, name := range names {
-		m, err := b.memory(ctx, hyperv1.ControlPlaneNamespace(namespace, name))
+		m, err := b.memoryOnceRunning(ctx, hyperv1.ControlPlaneNamespace(namespace, name))
 		if err != nil {
 			return res, err
 		}
 		res.memory = append(res.memory, m)
 	}
 	fmt.Printf("waiting %s, then counting writes for %s\n", *settle, *quiet)
-	return res, b.countWrites(ctx, res)
+	err = b.countWrites(ctx, res)
+	res.restarts, res.restartSamples = b.restarts(ctx, names)
+	return res, err
 }
+
+// memoryOnceRunning is memory, tried again for up to a minute while a
+// container has no process (it is being restarted).
+func (b *bench) memoryOnceRunning(ctx context.Context, ns string) (map[string]int64, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m, err := b.memory(ctx, ns)
+		if err == nil || !errors.Is(err, errNoProcess) || time.Now().After(deadline) {
+			return m, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// restarts counts the container restarts in the concurrent clusters'
+// control-plane namespaces by component (the app label), with up to five
+// examples of the last termination's reason.
+func (b *bench) restarts(ctx context.Context, names []string) (map[string]int32, []string) {
+	out := map[string]int32{}
+	var samples []string
+	for _, name := range names {
+		pods := &corev1.PodList{}
+		ns := hyperv1.ControlPlaneNamespace(namespace, name)
+		if err := b.lc.Env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			samples = append(samples, fmt.Sprintf("%s: %v", ns, err))
+			continue
+		}
+		for _, pod := range pods.Items {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.RestartCount == 0 {
+					continue
+				}
+				out[pod.Labels["app"]] += cs.RestartCount
+				if t := cs.LastTerminationState.Terminated; t != nil && len(samples) < 5 {
+					samples = append(samples, fmt.Sprintf("%s/%s %s exited %d (%s)", ns, pod.Name, cs.Name, t.ExitCode, t.Reason))
+				}
+			}
+		}
+	}
+	return out, samples
+}
+
+// errNoProcess is returned by memory for a container without a process.
+var errNoProcess = errors.New("no process")
 
 // createAtOnce creates the concurrent clusters together and times each.
 func (b *bench) createAtOnce(ctx context.Context, res *results) ([]string, error) {
@@ -105,7 +159,7 @@ func (b *bench) memory(ctx context.Context, ns string) (map[string]int64, error)
 		for _, c := range pod.Spec.Containers {
 			pid, ok := b.lc.Agent.PodPID(ns, pod.Name, c.Name)
 			if !ok {
-				return nil, fmt.Errorf("no process for %s/%s %s", ns, pod.Name, c.Name)
+				return nil, fmt.Errorf("%w for %s/%s %s", errNoProcess, ns, pod.Name, c.Name)
 			}
 			rss, err := residentMemory(pid)
 			if err != nil {

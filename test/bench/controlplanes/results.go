@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -51,6 +52,19 @@ func (r *results) markdown() string {
 			r.quietFor.Round(time.Second), r.clusters, float64(r.writes)/minutes, float64(r.leases)/minutes)
 		if len(r.writeSamples) > 0 {
 			fmt.Fprintf(&b, "Writes seen: %s.\n", strings.Join(r.writeSamples, "; "))
+		}
+	}
+	if r.restarts != nil {
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(r.restarts)) {
+			parts = append(parts, fmt.Sprintf("%s %d", c, r.restarts[c]))
+		}
+		if len(parts) == 0 {
+			parts = []string{"none"}
+		}
+		fmt.Fprintf(&b, "\nContainer restarts in the %d clusters created at once, from their creation to the end of the run: %s.\n", r.clusters, strings.Join(parts, ", "))
+		if len(r.restartSamples) > 0 {
+			fmt.Fprintf(&b, "Last terminations: %s.\n", strings.Join(r.restartSamples, "; "))
 		}
 	}
 	return b.String()
