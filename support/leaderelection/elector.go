@@ -148,7 +148,7 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 	observations := make(chan observation)
 	go e.observe(obsCtx, observations)
 
-	c := &campaign{Elector: e, observations: observations, timer: e.clock.NewTimer(time.Hour)}
+	c := &campaign{e: e, observations: observations, timer: e.clock.NewTimer(time.Hour)}
 	defer c.timer.Stop()
 	next := c.follow
 	for {
@@ -205,8 +205,8 @@ func (c *campaign) follow(ctx context.Context, _ func(context.Context) error) (s
 func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (state, error) {
 	work := c.startTerm(ctx, lead)
 	lost := func(why string) (state, error) {
-		c.log.Info("Stopped leading: "+why, "holder", holderOf(c.known))
-		work.stop(c.timings.SkewMargin())
+		c.e.log.Info("Stopped leading: "+why, "holder", holderOf(c.known))
+		work.stop(c.e.timings.SkewMargin())
 		return done, fmt.Errorf("%w: %s", ErrLost, why)
 	}
 	for {
@@ -214,8 +214,8 @@ func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (
 		case wokeByStop:
 			// The work may take until the renew deadline; the Lease is
 			// released only once it stopped, and only before the deadline.
-			work.stop(c.renewedAt.Add(c.timings.RenewDeadline).Sub(c.clock.Now()))
-			if !c.release {
+			work.stop(c.renewedAt.Add(c.e.timings.RenewDeadline).Sub(c.e.clock.Now()))
+			if !c.e.release {
 				return done, nil
 			}
 			return done, c.releaseLease(ctx)
@@ -225,18 +225,18 @@ func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (
 			if c.known == nil {
 				return lost("the Lease was deleted")
 			}
-			if h := holderOf(c.known); h != c.identity {
+			if h := holderOf(c.known); h != c.e.identity {
 				return lost(fmt.Sprintf("the Lease is now held by %q", h))
 			}
 
 		case wokeToAct:
-			if c.clock.Now().Sub(c.renewedAt) >= c.timings.RenewDeadline {
+			if c.e.clock.Now().Sub(c.renewedAt) >= c.e.timings.RenewDeadline {
 				if c.refused {
-					return lost(fmt.Sprintf("the API server refused the renewals until the renew deadline (%s); the Lease is held by %q", c.timings.RenewDeadline, c.currentHolder(ctx)))
+					return lost(fmt.Sprintf("the API server refused the renewals until the renew deadline (%s); the Lease is held by %q", c.e.timings.RenewDeadline, c.currentHolder(ctx)))
 				}
-				c.log.Info("Stopped leading: no renewal succeeded within the renew deadline; renewing again until one does",
-					"deadline", c.timings.RenewDeadline)
-				work.stop(c.timings.SkewMargin())
+				c.e.log.Info("Stopped leading: no renewal succeeded within the renew deadline; renewing again until one does",
+					"deadline", c.e.timings.RenewDeadline)
+				work.stop(c.e.timings.SkewMargin())
 				return cutOff, nil
 			}
 			if why := c.renew(ctx); why != "" {
@@ -245,10 +245,10 @@ func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (
 
 		case wokeByWorkEnd:
 			err := work.result
-			c.log.Info("Leader-only work ended; releasing the Lease", "err", err)
+			c.e.log.Info("Leader-only work ended; releasing the Lease", "err", err)
 			work.cancel()
-			c.setLeading(false, time.Time{})
-			if c.release {
+			c.e.setLeading(false, time.Time{})
+			if c.e.release {
 				if lostErr := c.releaseLease(ctx); lostErr != nil {
 					return done, errors.Join(err, lostErr)
 				}
@@ -265,13 +265,13 @@ func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (
 // Lease or a refusal shows.
 func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error) (state, error) {
 	lost := func(why string) (state, error) {
-		c.log.Info("Stopped: "+why, "holder", holderOf(c.known))
+		c.e.log.Info("Stopped: "+why, "holder", holderOf(c.known))
 		return done, fmt.Errorf("%w: %s", ErrLost, why)
 	}
 	for {
 		switch wake, o := c.wait(ctx, c.retryWait(), true, nil); wake {
 		case wokeByStop:
-			if !c.release {
+			if !c.e.release {
 				return done, nil
 			}
 			return done, c.releaseLease(ctx)
@@ -280,17 +280,17 @@ func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error)
 			if c.known == nil {
 				return lost("the Lease was deleted")
 			}
-			if h := holderOf(c.known); h != c.identity {
+			if h := holderOf(c.known); h != c.e.identity {
 				return lost(fmt.Sprintf("the Lease is now held by %q", h))
 			}
 			// The API server answers again: renew now.
-			c.retryAt = c.clock.Now()
+			c.retryAt = c.e.clock.Now()
 		case wokeToAct:
 			if why := c.renew(ctx); why != "" {
 				return lost(why)
 			}
 			if c.retryAt.IsZero() {
-				c.log.Info("Renewed the Lease after the API server answered again; leading again")
+				c.e.log.Info("Renewed the Lease after the API server answered again; leading again")
 				return holding, nil
 			}
 			if c.refused {
@@ -317,14 +317,14 @@ func (c *campaign) wait(ctx context.Context, d time.Duration, ok bool, workDone 
 	switch {
 	case ok && d <= 0:
 		now := make(chan time.Time, 1)
-		now <- c.clock.Now()
+		now <- c.e.clock.Now()
 		act = now
 	case ok:
 		c.timer.Reset(d)
 		act = c.timer.C()
 	}
-	if c.onWait != nil {
-		c.onWait(d, ok)
+	if c.e.onWait != nil {
+		c.e.onWait(d, ok)
 	}
 	select {
 	case <-ctx.Done():
@@ -338,9 +338,10 @@ func (c *campaign) wait(ctx context.Context, d time.Duration, ok bool, workDone 
 	}
 }
 
-// campaign is the state of one Run, owned by its goroutine.
+// campaign is the state of one Run, owned by its goroutine; e is the
+// elector it campaigns for, whose status is shared under e.mu.
 type campaign struct {
-	*Elector
+	e            *Elector
 	observations <-chan observation
 	timer        clock.Timer
 	// known is the newest Lease seen (nil: missing), at resourceVersion
@@ -371,13 +372,13 @@ type campaign struct {
 // followerWait is how long a follower waits before trying to take the
 // Lease; false means until an observation.
 func (c *campaign) followerWait() (time.Duration, bool) {
-	if !c.seen || (c.blind && !c.ignoreGaps) {
+	if !c.seen || (c.blind && !c.e.ignoreGaps) {
 		return 0, false
 	}
-	now := c.clock.Now()
+	now := c.e.clock.Now()
 	next := now
-	if h := holderOf(c.known); c.known != nil && h != "" && h != c.identity {
-		next = c.knownAt.Add(leaseDuration(c.known, c.timings.LeaseDuration))
+	if h := holderOf(c.known); c.known != nil && h != "" && h != c.e.identity {
+		next = c.knownAt.Add(leaseDuration(c.known, c.e.timings.LeaseDuration))
 	}
 	if c.retryAt.After(next) {
 		next = c.retryAt
@@ -388,19 +389,19 @@ func (c *campaign) followerWait() (time.Duration, bool) {
 // leaderWait is how long the leader waits before renewing: the renew
 // interval, the retry period after a failure, never past the deadline.
 func (c *campaign) leaderWait() time.Duration {
-	next := c.renewedAt.Add(c.timings.Renew())
+	next := c.renewedAt.Add(c.e.timings.Renew())
 	if !c.retryAt.IsZero() {
 		next = c.retryAt
 	}
-	if deadline := c.renewedAt.Add(c.timings.RenewDeadline); deadline.Before(next) {
+	if deadline := c.renewedAt.Add(c.e.timings.RenewDeadline); deadline.Before(next) {
 		next = deadline
 	}
-	return next.Sub(c.clock.Now())
+	return next.Sub(c.e.clock.Now())
 }
 
 // retryWait is how long a cut-off candidate waits before renewing again.
 func (c *campaign) retryWait() time.Duration {
-	return c.retryAt.Sub(c.clock.Now())
+	return c.retryAt.Sub(c.e.clock.Now())
 }
 
 // apply records o unless it is not newer than what is known: watch events
@@ -411,11 +412,11 @@ func (c *campaign) apply(o observation) {
 		c.blind = true
 		return
 	}
-	if o.resumed && !c.ignoreGaps {
+	if o.resumed && !c.e.ignoreGaps {
 		// It could not observe the Lease for a while: count the lease
 		// duration again from now, so that an incumbent cut off by the same
 		// outage renews first (see the package documentation).
-		c.knownAt, c.blind = c.clock.Now(), false
+		c.knownAt, c.blind = c.e.clock.Now(), false
 	}
 	if o.resumed && o.lease == nil && o.rv == "" {
 		return
@@ -426,17 +427,17 @@ func (c *campaign) apply(o observation) {
 		}
 	}
 	previous := holderOf(c.known)
-	c.known, c.knownRV, c.knownAt, c.seen = o.lease, o.rv, c.clock.Now(), true
+	c.known, c.knownRV, c.knownAt, c.seen = o.lease, o.rv, c.e.clock.Now(), true
 	c.retryAt = time.Time{}
 	holder := holderOf(c.known)
-	c.mu.Lock()
+	c.e.mu.Lock()
 	if holder != previous {
-		c.status.Transitions++
+		c.e.status.Transitions++
 	}
-	c.status.Holder = holder
-	c.mu.Unlock()
+	c.e.status.Holder = holder
+	c.e.mu.Unlock()
 	if holder != previous {
-		c.log.V(1).Info("The Lease's holder changed", "from", previous, "to", holder)
+		c.e.log.V(1).Info("The Lease's holder changed", "from", previous, "to", holder)
 	}
 }
 
@@ -447,23 +448,23 @@ func (c *campaign) apply(o observation) {
 // counted again from when it answers. A read that lands late harms no one;
 // a takeover write could.
 func (c *campaign) tryAcquire(ctx context.Context) bool {
-	if h := holderOf(c.known); c.known != nil && h != "" && h != c.identity && !c.ignoreGaps {
+	if h := holderOf(c.known); c.known != nil && h != "" && h != c.e.identity && !c.e.ignoreGaps {
 		if !c.confirmExpiry(ctx) {
 			return false
 		}
 	}
-	start := c.clock.Now()
-	rctx, cancel := context.WithTimeout(ctx, c.timings.RequestTimeout())
+	start := c.e.clock.Now()
+	rctx, cancel := context.WithTimeout(ctx, c.e.timings.RequestTimeout())
 	defer cancel()
 	now := metav1.NewMicroTime(start)
 	var result *coordinationv1.Lease
 	var err error
 	if c.known == nil {
-		result, err = c.api.Create(rctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace},
+		result, err = c.e.api.Create(rctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: c.e.name, Namespace: c.e.namespace},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(c.identity),
-				LeaseDurationSeconds: ptr.To(int32(c.timings.LeaseDuration / time.Second)),
+				HolderIdentity:       ptr.To(c.e.identity),
+				LeaseDurationSeconds: ptr.To(int32(c.e.timings.LeaseDuration / time.Second)),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 				LeaseTransitions:     ptr.To(int32(0)),
@@ -471,47 +472,47 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 		})
 	} else {
 		lease := c.known.DeepCopy()
-		if holderOf(lease) != c.identity {
+		if holderOf(lease) != c.e.identity {
 			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 			lease.Spec.AcquireTime = &now
 		}
-		lease.Spec.HolderIdentity = ptr.To(c.identity)
-		lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.timings.LeaseDuration / time.Second))
+		lease.Spec.HolderIdentity = ptr.To(c.e.identity)
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.e.timings.LeaseDuration / time.Second))
 		lease.Spec.RenewTime = &now
-		result, err = c.api.Update(rctx, lease)
+		result, err = c.e.api.Update(rctx, lease)
 	}
 	switch {
 	case err == nil:
 		c.apply(observation{lease: result, rv: result.ResourceVersion})
 		c.renewedAt, c.retryAt, c.refused = start, time.Time{}, false
-		c.log.Info("Acquired the Lease", "transitions", ptr.Deref(result.Spec.LeaseTransitions, 0))
+		c.e.log.Info("Acquired the Lease", "transitions", ptr.Deref(result.Spec.LeaseTransitions, 0))
 		return true
 	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-		c.log.V(1).Info("Another candidate wrote the Lease first; reading it")
+		c.e.log.V(1).Info("Another candidate wrote the Lease first; reading it")
 		c.refresh(ctx)
 	case apierrors.IsNotFound(err):
 		c.known = nil
 	default:
-		c.log.Info("Failed to acquire the Lease; retrying", "err", err.Error(), "retryIn", c.timings.RetryPeriod)
+		c.e.log.Info("Failed to acquire the Lease; retrying", "err", err.Error(), "retryIn", c.e.timings.RetryPeriod)
 	}
-	c.retryAt = c.clock.Now().Add(c.timings.RetryPeriod)
+	c.retryAt = c.e.clock.Now().Add(c.e.timings.RetryPeriod)
 	return false
 }
 
 // confirmExpiry reads the Lease before a takeover and reports whether it is
 // still the expired one: unchanged, read without a gap.
 func (c *campaign) confirmExpiry(ctx context.Context) bool {
-	rctx, cancel := context.WithTimeout(ctx, c.timings.RequestTimeout())
+	rctx, cancel := context.WithTimeout(ctx, c.e.timings.RequestTimeout())
 	defer cancel()
-	lease, err := c.api.Get(rctx)
+	lease, err := c.e.api.Get(rctx)
 	switch {
 	case err == nil:
 		rv := c.knownRV
 		c.apply(observation{lease: lease, rv: lease.ResourceVersion})
 		// Unchanged, and expired by the clock that counts from the last
 		// change seen or from the end of a gap.
-		expiry := c.knownAt.Add(leaseDuration(lease, c.timings.LeaseDuration))
-		if lease.ResourceVersion != rv || c.clock.Now().Before(expiry) {
+		expiry := c.knownAt.Add(leaseDuration(lease, c.e.timings.LeaseDuration))
+		if lease.ResourceVersion != rv || c.e.clock.Now().Before(expiry) {
 			c.confirmedRV = ""
 			return false
 		}
@@ -519,23 +520,23 @@ func (c *campaign) confirmExpiry(ctx context.Context) bool {
 		// outage and answered as it ended proves nothing about the
 		// incumbent, whose renewal was held up too; within a retry period
 		// of the API server answering, it has renewed.
-		if c.confirmedRV == rv && c.clock.Since(c.confirmedAt) >= c.timings.RetryPeriod {
+		if c.confirmedRV == rv && c.e.clock.Since(c.confirmedAt) >= c.e.timings.RetryPeriod {
 			return true
 		}
 		if c.confirmedRV != rv {
-			c.confirmedRV, c.confirmedAt = rv, c.clock.Now()
+			c.confirmedRV, c.confirmedAt = rv, c.e.clock.Now()
 		}
 	case apierrors.IsNotFound(err):
 		c.known = nil
 		return true
 	case unanswered(err):
-		c.log.Info("The API server did not answer before a takeover; counting the lease duration again once it does", "err", err.Error())
+		c.e.log.Info("The API server did not answer before a takeover; counting the lease duration again once it does", "err", err.Error())
 		c.apply(observation{resumed: true})
 		c.confirmedRV = ""
 	default:
-		c.log.Info("Failed to read the Lease before a takeover", "err", err.Error())
+		c.e.log.Info("Failed to read the Lease before a takeover", "err", err.Error())
 	}
-	c.retryAt = c.clock.Now().Add(c.timings.RetryPeriod)
+	c.retryAt = c.e.clock.Now().Add(c.e.timings.RetryPeriod)
 	return false
 }
 
@@ -543,28 +544,28 @@ func (c *campaign) confirmExpiry(ctx context.Context) bool {
 // It returns why leadership is lost, or "". A failure the API server
 // answered with a refusal sets refused.
 func (c *campaign) renew(ctx context.Context) string {
-	start := c.clock.Now()
-	timeout := c.timings.RequestTimeout()
-	if left := c.renewedAt.Add(c.timings.RenewDeadline).Sub(start); left > 0 {
+	start := c.e.clock.Now()
+	timeout := c.e.timings.RequestTimeout()
+	if left := c.renewedAt.Add(c.e.timings.RenewDeadline).Sub(start); left > 0 {
 		timeout = min(timeout, left)
 	} else {
 		// Cut off: try often, so that the first renewal after the API
 		// server answers again comes within a retry period or so.
-		timeout = min(timeout, c.timings.RetryPeriod)
+		timeout = min(timeout, c.e.timings.RetryPeriod)
 	}
-	deadline := c.renewedAt.Add(c.timings.RenewDeadline)
+	deadline := c.renewedAt.Add(c.e.timings.RenewDeadline)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	lease := c.known.DeepCopy()
 	now := metav1.NewMicroTime(start)
 	lease.Spec.RenewTime = &now
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.timings.LeaseDuration / time.Second))
-	result, err := c.api.Update(rctx, lease)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.e.timings.LeaseDuration / time.Second))
+	result, err := c.e.api.Update(rctx, lease)
 	switch {
 	case err == nil:
 		c.apply(observation{lease: result, rv: result.ResourceVersion})
 		c.renewedAt, c.retryAt, c.refused = start, time.Time{}, false
-		c.setRenewed(start)
+		c.e.setRenewed(start)
 		return ""
 	case apierrors.IsNotFound(err):
 		return "the Lease was deleted"
@@ -574,26 +575,26 @@ func (c *campaign) renew(ctx context.Context) string {
 		if c.known == nil {
 			return "the Lease was deleted"
 		}
-		if h := holderOf(c.known); h != c.identity {
+		if h := holderOf(c.known); h != c.e.identity {
 			return fmt.Sprintf("the Lease is now held by %q", h)
 		}
 		// Its own earlier renewal landed after all: renew on top of it.
 		c.refused = false
 	default:
 		c.refused = !unanswered(err)
-		c.log.Info("Failed to renew the Lease; retrying", "err", err.Error(), "refused", c.refused,
-			"retryIn", c.timings.RetryPeriod, "deadline", deadline.Sub(c.clock.Now()).Round(time.Millisecond))
+		c.e.log.Info("Failed to renew the Lease; retrying", "err", err.Error(), "refused", c.refused,
+			"retryIn", c.e.timings.RetryPeriod, "deadline", deadline.Sub(c.e.clock.Now()).Round(time.Millisecond))
 	}
-	c.retryAt = c.clock.Now().Add(c.timings.RetryPeriod)
+	c.retryAt = c.e.clock.Now().Add(c.e.timings.RetryPeriod)
 	return ""
 }
 
 // currentHolder reads the Lease's holder, for the account of a loss:
 // "unknown" when the API server does not answer within a request timeout.
 func (c *campaign) currentHolder(ctx context.Context) string {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timings.RequestTimeout())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.e.timings.RequestTimeout())
 	defer cancel()
-	lease, err := c.api.Get(rctx)
+	lease, err := c.e.api.Get(rctx)
 	if err != nil {
 		return "unknown"
 	}
@@ -602,16 +603,16 @@ func (c *campaign) currentHolder(ctx context.Context) string {
 
 // refresh reads the Lease after a conflict.
 func (c *campaign) refresh(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(ctx, c.timings.RequestTimeout())
+	rctx, cancel := context.WithTimeout(ctx, c.e.timings.RequestTimeout())
 	defer cancel()
-	lease, err := c.api.Get(rctx)
+	lease, err := c.e.api.Get(rctx)
 	switch {
 	case err == nil:
 		c.apply(observation{lease: lease, rv: lease.ResourceVersion})
 	case apierrors.IsNotFound(err):
 		c.known = nil
 	default:
-		c.log.Info("Failed to read the Lease", "err", err.Error())
+		c.e.log.Info("Failed to read the Lease", "err", err.Error())
 	}
 }
 
@@ -623,37 +624,37 @@ func (c *campaign) refresh(ctx context.Context) {
 // renew deadline passed (a process frozen, then stopped); its process must
 // not end as if it had handed over.
 func (c *campaign) releaseLease(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timings.RequestTimeout())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.e.timings.RequestTimeout())
 	defer cancel()
-	if left := c.renewedAt.Add(c.timings.RenewDeadline).Sub(c.clock.Now()); left <= 0 {
+	if left := c.renewedAt.Add(c.e.timings.RenewDeadline).Sub(c.e.clock.Now()); left <= 0 {
 		holder := c.currentHolder(rctx)
-		c.log.Info("Not releasing the Lease: the renew deadline passed", "holder", holder)
-		return fmt.Errorf("%w: no renewal succeeded within the renew deadline (%s) before the stop; the Lease is held by %q", ErrLost, c.timings.RenewDeadline, holder)
+		c.e.log.Info("Not releasing the Lease: the renew deadline passed", "holder", holder)
+		return fmt.Errorf("%w: no renewal succeeded within the renew deadline (%s) before the stop; the Lease is held by %q", ErrLost, c.e.timings.RenewDeadline, holder)
 	}
-	lease, err := c.api.Get(rctx)
+	lease, err := c.e.api.Get(rctx)
 	if err != nil {
-		c.log.Info("Not releasing the Lease: failed to read it", "err", err.Error())
+		c.e.log.Info("Not releasing the Lease: failed to read it", "err", err.Error())
 		return nil
 	}
-	if h := holderOf(lease); h != c.identity {
-		c.log.Info("Not releasing the Lease: another candidate holds it", "holder", h)
+	if h := holderOf(lease); h != c.e.identity {
+		c.e.log.Info("Not releasing the Lease: another candidate holds it", "holder", h)
 		return fmt.Errorf("%w: the Lease is now held by %q", ErrLost, h)
 	}
-	now := metav1.NewMicroTime(c.clock.Now())
+	now := metav1.NewMicroTime(c.e.clock.Now())
 	lease.Spec.HolderIdentity = ptr.To("")
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(1))
 	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	if _, err := c.api.Update(rctx, lease); err != nil {
+	if _, err := c.e.api.Update(rctx, lease); err != nil {
 		if apierrors.IsConflict(err) {
 			c.refresh(rctx)
-			if h := holderOf(c.known); h != c.identity {
+			if h := holderOf(c.known); h != c.e.identity {
 				return fmt.Errorf("%w: the Lease is now held by %q", ErrLost, h)
 			}
 		}
-		c.log.Info("Failed to release the Lease", "err", err.Error())
+		c.e.log.Info("Failed to release the Lease", "err", err.Error())
 		return nil
 	}
-	c.log.Info("Released the Lease")
+	c.e.log.Info("Released the Lease")
 	return nil
 }
 

@@ -461,7 +461,7 @@ func TestRenewalConflictWithItselfIsAdopted(t *testing.T) {
 
 func TestStaleEventsAreIgnored(t *testing.T) {
 	clk := newClock()
-	c := &campaign{Elector: newElector(Config{Namespace: "ns", Name: "lease", Identity: "a", Timings: timings, Clock: clk}, newFakeAPI())}
+	c := &campaign{e: newElector(Config{Namespace: "ns", Name: "lease", Identity: "a", Timings: timings, Clock: clk}, newFakeAPI())}
 	newer := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "12"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a")}}
 	older := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("")}}
 	c.apply(observation{lease: newer, rv: "12"})

@@ -20,9 +20,9 @@ type term struct {
 
 // startTerm runs lead in a term of its own.
 func (c *campaign) startTerm(ctx context.Context, lead func(context.Context) error) *term {
-	c.setLeading(true, c.renewedAt)
+	c.e.setLeading(true, c.renewedAt)
 	tctx, cancel := context.WithCancel(ctx)
-	t := &term{e: c.Elector, cancel: cancel, done: make(chan struct{})}
+	t := &term{e: c.e, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		t.result = lead(tctx)
 		close(t.done)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,5 +185,61 @@ func waitFor(t *testing.T, within time.Duration, cond func() bool) {
 			t.Fatalf("not true within %s", within)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestElectedOnlyOnTheLeader: the manager's Elected() channel closes on the
+// replica that leads, and not on a standby while another holds the Lease;
+// the standby's closes once it takes over.
+func TestElectedOnlyOnTheLeader(t *testing.T) {
+	ns := namespace(t)
+	start := func(identity string) (*leaderelection.Manager, context.CancelFunc) {
+		t.Helper()
+		mgr, _, err := leaderelection.NewManager(t.Context(), user(t, identity+"-"+ns), ctrl.Options{
+			Scheme:                 env.Scheme,
+			Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+		}, leaderelection.Election{Enabled: true, Namespace: ns, Name: "lease", Timings: short, Identity: identity}, ctrl.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Leader-only work that lasts the term (a term without any ends,
+		// and releases the Lease, at once).
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return nil })); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		stop := sync.OnceFunc(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s stopped with %v", identity, err)
+			}
+		})
+		t.Cleanup(stop)
+		return mgr, stop
+	}
+	closed := func(ch <-chan struct{}, within time.Duration) bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+
+	a, stopA := start("elected-a")
+	if !closed(a.Elected(), 10*time.Second) {
+		t.Fatal("the only candidate's Elected() did not close within 10s")
+	}
+	b, _ := start("elected-b")
+	if closed(b.Elected(), 2*short.LeaseDuration) {
+		t.Fatal("the standby's Elected() closed while the other replica holds the Lease")
+	}
+	stopA()
+	if !closed(b.Elected(), 10*time.Second) {
+		t.Fatal("the standby's Elected() did not close within 10s of taking over")
 	}
 }
