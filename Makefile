@@ -31,6 +31,8 @@ kube_version_x   = -X $(1).gitVersion=$(2) -X $(1).gitMajor=$(word 1,$(3)) -X $(
 kube_ldflags     = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
                      $(call kube_version_x,$(pkg),$(1),$(subst ., ,$(patsubst v%,%,$(1))),$(2)))
 
+CONTAINER_TOOL ?= docker
+
 GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
 ##@ General
@@ -41,11 +43,22 @@ help: ## Show this help.
 	  /^[a-zA-Z0-9_.\/-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } \
 	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
+.PHONY: clean
+clean: ## Remove bin/ and the test cache.
+	rm -rf $(BIN)
+	go clean -testcache
+
 ##@ Build
 
 .PHONY: build
 build: ## Build hypershift, hypershift-operator and control-plane-operator into bin/.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
+
+IMG ?= quay.io/hypershift-le/hypershift:$(VERSION)
+
+.PHONY: docker-build
+docker-build: ## Build the image IMG with the version and commit of this tree (needs a container engine; CONTAINER_TOOL=podman for podman).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
 
 # KEEP=1 keeps the local cluster's state (objects, claims and their data)
 # when it stops, and makes the next `make run KEEP=1` carry on from it.
@@ -111,15 +124,24 @@ verify: generate ## Regenerate, check formatting, vet and lint, and fail if the 
 
 ##@ Test
 
+# Packages of `make test`: all but the end-to-end stories.
+UNIT_PKGS = $(shell go list ./... | grep -v '/test/e2e')
+
 .PHONY: test
-test: build testbin localbin ## Run every test, end-to-end ones included, against a real kube-apiserver and etcd (builds them when missing).
+test: build testbin ## Run the unit and envtest integration tests against a real kube-apiserver and etcd (builds them when missing); no end-to-end stories.
+	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
+	@go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS) >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS)
+	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+
+.PHONY: test-e2e
+test-e2e: build testbin localbin ## Run only the end-to-end stories on the local cluster.
+	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
+
+.PHONY: test-all
+test-all: build testbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
 	@go test $(GO_TEST_FLAGS) -run '^$$' ./... >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: e2e
-e2e: build testbin localbin ## Run only the end-to-end tests on the local cluster.
-	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
 ##@ Benchmarks
 
@@ -139,7 +161,3 @@ bench-outage: testbin ## Cut 100 leaders and their standbys off from the API ser
 bench-controlplanes: build testbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes
 
-.PHONY: clean
-clean: ## Remove bin/ and the test cache.
-	rm -rf $(BIN)
-	go clean -testcache
