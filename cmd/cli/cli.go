@@ -1,7 +1,7 @@
-// Package util holds what every `hypershift` command shares: loading the
+// Package cli holds what every `hypershift` command shares: loading the
 // kubeconfig, building clients that know the project's types, and turning
 // errors into the one line a user reads.
-package util
+package cli
 
 import (
 	"context"

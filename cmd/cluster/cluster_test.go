@@ -19,7 +19,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
-	"github.com/hypershift-le/hypershift/hypershift-operator/hotest"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster/hostedclustertest"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -100,7 +100,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 // finalizers are handled while the CLI waits.
 func startOperator(t *testing.T) {
 	t.Helper()
-	hotest.StartOperator(t, env.Config, func(r *hostedcluster.Reconciler) { r.TeardownTimeout = 2 * time.Second })
+	hostedclustertest.StartOperator(t, env.Config, func(r *hostedcluster.Reconciler) { r.TeardownTimeout = 2 * time.Second })
 }
 
 // standInControlPlane acts as the CPO once the HostedControlPlane hcpKey

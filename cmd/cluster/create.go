@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/cmd/install"
-	"github.com/hypershift-le/hypershift/cmd/util"
 )
 
 // CreateOptions are the flags of `hypershift create cluster none`.
@@ -36,7 +36,7 @@ type CreateOptions struct {
 	ExternalAPIServerAddress string
 	Render, Wait             bool
 	Timeout                  time.Duration
-	kube                     util.KubeconfigFlags
+	kube                     cli.KubeconfigFlags
 }
 
 // NewCreateCommand returns `hypershift create` with `cluster none`.
@@ -167,11 +167,11 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if err := o.checkControlPlaneNamespace(ctx, c); err != nil {
-		return util.Explain(cfg.Host, err)
+		return cli.Explain(cfg.Host, err)
 	}
 	if o.ExternalAPIServerAddress == "" {
 		if o.ExternalAPIServerAddress, err = nodeAddress(ctx, c, out); err != nil {
-			return util.Explain(cfg.Host, err)
+			return cli.Explain(cfg.Host, err)
 		}
 	}
 	for _, obj := range o.Objects(pullSecret) {
@@ -186,7 +186,7 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 			}
 			_, _ = fmt.Fprintf(out, "%s %s exists, left as it is\n", kind, key(obj))
 		default:
-			return util.Explain(cfg.Host, fmt.Errorf("failed to create %s %s: %w", kind, key(obj), err))
+			return cli.Explain(cfg.Host, fmt.Errorf("failed to create %s %s: %w", kind, key(obj), err))
 		}
 	}
 	if !o.Wait {
@@ -197,9 +197,9 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	defer cancel()
 	k := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 	if err := waitAvailable(ctx, c, k, o.Timeout, out); err != nil {
-		return util.Explain(cfg.Host, err)
+		return cli.Explain(cfg.Host, err)
 	}
-	return util.Explain(cfg.Host, waitKubeconfig(ctx, c, k, o.Timeout, out))
+	return cli.Explain(cfg.Host, waitKubeconfig(ctx, c, k, o.Timeout, out))
 }
 
 // checkControlPlaneNamespace refuses, before anything is created, a cluster

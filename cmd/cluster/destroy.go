@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/cmd/cli"
 )
 
 // DestroyOptions are the flags of `hypershift destroy cluster`.
@@ -22,7 +22,7 @@ type DestroyOptions struct {
 	Name, Namespace string
 	Wait            bool
 	Timeout         time.Duration
-	kube            util.KubeconfigFlags
+	kube            cli.KubeconfigFlags
 }
 
 // NewDestroyCommand returns `hypershift destroy` with `cluster`.
@@ -71,10 +71,10 @@ func (o *DestroyOptions) Run(ctx context.Context, out io.Writer) error {
 			_, _ = fmt.Fprintf(out, "HostedCluster %s does not exist\n", k)
 			return nil
 		}
-		return util.Explain(cfg.Host, fmt.Errorf("failed to get HostedCluster %s: %w", k, err))
+		return cli.Explain(cfg.Host, fmt.Errorf("failed to get HostedCluster %s: %w", k, err))
 	}
 	if err := c.Delete(ctx, hc); err != nil && !apierrors.IsNotFound(err) {
-		return util.Explain(cfg.Host, fmt.Errorf("failed to delete HostedCluster %s: %w", k, err))
+		return cli.Explain(cfg.Host, fmt.Errorf("failed to delete HostedCluster %s: %w", k, err))
 	}
 	_, _ = fmt.Fprintf(out, "HostedCluster %s deleted\n", k)
 	if !o.Wait {
@@ -96,7 +96,7 @@ func (o *DestroyOptions) Run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("HostedCluster %s was not gone within %s (%s)", k, o.Timeout, last)
 	}
 	if err != nil {
-		return util.Explain(cfg.Host, fmt.Errorf("failed to wait for HostedCluster %s to go: %w", k, err))
+		return cli.Explain(cfg.Host, fmt.Errorf("failed to wait for HostedCluster %s to go: %w", k, err))
 	}
 	_, _ = fmt.Fprintf(out, "HostedCluster %s is gone\n", k)
 	return nil

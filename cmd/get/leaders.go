@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/support/holderpod"
 )
 
@@ -33,7 +33,7 @@ const defaultHypershiftNamespace = "hypershift"
 
 // leadersOptions holds the flags of `get leaders` and what tests inject.
 type leadersOptions struct {
-	kubeconfig          util.KubeconfigFlags
+	kubeconfig          cli.KubeconfigFlags
 	allNamespaces       bool
 	namespace           string
 	output              string
@@ -101,14 +101,14 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: util.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: cli.Scheme()})
 	if err != nil {
-		return util.Explain(cfg.Host, err)
+		return cli.Explain(cfg.Host, err)
 	}
 	now := o.now()
 	leaders, err := o.gather(ctx, c, now)
 	if err != nil {
-		return util.Explain(cfg.Host, err)
+		return cli.Explain(cfg.Host, err)
 	}
 	switch o.output {
 	case outputJSON:

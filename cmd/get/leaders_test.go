@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -252,7 +252,7 @@ func TestLeadersErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("want an error containing %q, got none; output:\n%s", tc.want, out)
 			}
-			line := util.OneLine(err)
+			line := cli.OneLine(err)
 			t.Logf("error: %s", line)
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans several lines: %q", err.Error())

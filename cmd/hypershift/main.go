@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
-	"github.com/hypershift-le/hypershift/cmd/util"
 	"github.com/hypershift-le/hypershift/support/version"
 )
 
@@ -43,7 +43,7 @@ func main() {
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error: "+util.OneLine(err))
+		fmt.Fprintln(os.Stderr, "error: "+cli.OneLine(err))
 		os.Exit(1)
 	}
 }

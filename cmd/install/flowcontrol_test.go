@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/cmd/util"
-	"github.com/hypershift-le/hypershift/support/upsert"
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // TestLeaderElectionFlowSchemaPrecedence checks the FlowSchema's place among
@@ -116,7 +116,7 @@ func liveFlow(t *testing.T, name string) flowUIDs {
 // as install renders them.
 func applyLeaderElectionFlow(t *testing.T) {
 	t.Helper()
-	applier := upsert.Applier{Client: env.Client, FieldOwner: util.FieldOwner}
+	applier := apply.Applier{Client: env.Client, FieldOwner: cli.FieldOwner}
 	applied := 0
 	for _, obj := range ResourceObjects(DefaultOptions()) {
 		switch obj.(type) {
@@ -350,7 +350,7 @@ func TestLeaderElectionFlowSchemaClassifiesLeaseTraffic(t *testing.T) {
 						wantNamespace = ""
 					}
 					if event.User.Username != id.user || !slices.Contains(event.User.Groups, id.groups[0]) || event.Verb != s.verb ||
-						event.ObjectRef == nil || event.ObjectRef.Resource != s.resource || event.ObjectRef.Namespace != wantNamespace || !testenv.Succeeded(event) {
+						event.ObjectRef == nil || event.ObjectRef.Resource != s.resource || event.ObjectRef.Namespace != wantNamespace || !auditlog.Succeeded(event) {
 						t.Fatalf("the audit log shows a different request: %s %v %s %+v %+v", event.User.Username, event.User.Groups, event.Verb, event.ObjectRef, event.ResponseStatus)
 					}
 					wantFlow := id.otherFlow

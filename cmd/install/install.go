@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hypershift-le/hypershift/cmd/util"
-	"github.com/hypershift-le/hypershift/support/upsert"
+	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/support/apply"
 )
 
 // installFlags are the flags of `hypershift install`.
 type installFlags struct {
 	Options
-	kube               util.KubeconfigFlags
+	kube               cli.KubeconfigFlags
 	imagePullPolicy    string
 	waitUntilAvailable bool
 	timeout            time.Duration
@@ -99,7 +99,7 @@ func (f *installFlags) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	applier := upsert.Applier{Client: c, FieldOwner: util.FieldOwner, DryRun: f.dryRun}
+	applier := apply.Applier{Client: c, FieldOwner: cli.FieldOwner, DryRun: f.dryRun}
 	suffix := ""
 	if f.dryRun {
 		suffix = " (server dry run)"
@@ -114,7 +114,7 @@ func (f *installFlags) run(ctx context.Context, out io.Writer) error {
 				continue
 			}
 			if err != nil {
-				return util.Explain(cfg.Host, err)
+				return cli.Explain(cfg.Host, err)
 			}
 			state := "unchanged"
 			if changed {
@@ -129,14 +129,14 @@ func (f *installFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	if !f.dryRun {
 		if err := waitForCRDs(ctx, c, crdObjects, f.timeout, out); err != nil {
-			return util.Explain(cfg.Host, err)
+			return cli.Explain(cfg.Host, err)
 		}
 	}
 	if err := apply(ResourceObjects(f.Options)); err != nil {
 		return err
 	}
 	if f.waitUntilAvailable && !f.dryRun {
-		return util.Explain(cfg.Host, waitForOperator(ctx, c, f.Namespace, f.timeout, out))
+		return cli.Explain(cfg.Host, waitForOperator(ctx, c, f.Namespace, f.timeout, out))
 	}
 	return nil
 }

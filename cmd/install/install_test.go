@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -95,7 +96,7 @@ func TestInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range events {
-			if e.User.Username == user && testenv.IsWrite(e) && e.RequestReceivedTimestamp.After(since) {
+			if e.User.Username == user && auditlog.IsWrite(e) && e.RequestReceivedTimestamp.After(since) {
 				t.Errorf("the second run wrote: %s %s %s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/cmd/util"
+	"github.com/hypershift-le/hypershift/cmd/cli"
 )
 
 const description = `Print the admin kubeconfig of hosted clusters.
@@ -33,7 +33,7 @@ none yet are left out, and said so on standard error.`
 // Options are the flags of `hypershift create kubeconfig`.
 type Options struct {
 	Name, Namespace string
-	kube            util.KubeconfigFlags
+	kube            cli.KubeconfigFlags
 }
 
 // NewCommand returns `kubeconfig`, a subcommand of `hypershift create`.
@@ -75,18 +75,18 @@ func (o *Options) Run(ctx context.Context, out, log io.Writer) error {
 	if o.Name != "" {
 		hc := &hyperv1.HostedCluster{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, hc); err != nil {
-			return util.Explain(cfg.Host, fmt.Errorf("failed to get HostedCluster %s/%s: %w", o.Namespace, o.Name, err))
+			return cli.Explain(cfg.Host, fmt.Errorf("failed to get HostedCluster %s/%s: %w", o.Namespace, o.Name, err))
 		}
 		data, err := Get(ctx, c, hc)
 		if err != nil {
-			return util.Explain(cfg.Host, err)
+			return cli.Explain(cfg.Host, err)
 		}
 		_, err = out.Write(data)
 		return err
 	}
 	list := &hyperv1.HostedClusterList{}
 	if err := c.List(ctx, list); err != nil {
-		return util.Explain(cfg.Host, fmt.Errorf("failed to list HostedClusters: %w", err))
+		return cli.Explain(cfg.Host, fmt.Errorf("failed to list HostedClusters: %w", err))
 	}
 	merged, err := Merge(ctx, c, list.Items, log)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/hypershift-le/hypershift/support/process"
+	"github.com/hypershift-le/hypershift/support/startup"
 )
 
 // NewRunCommand returns `control-plane-operator run`.
@@ -29,12 +29,12 @@ when it finds that another pod took the Lease meanwhile, exits 1 naming it.`,
     --leader-elect-retry-period=15s --leader-elect-resource-name=control-plane-operator-leader-elect`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			process.SetLogger(zapOpts)
+			startup.SetLogger(zapOpts)
 			log := ctrl.Log.WithName("control-plane-operator")
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			restConfig, err := process.LoadConfig(kubeconfig)
+			restConfig, err := startup.LoadConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -50,6 +50,6 @@ when it finds that another pod took the Lease meanwhile, exits 1 naming it.`,
 	fs := cmd.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
 	opts.AddFlags(fs)
-	zapOpts = process.LoggingFlags(fs)
+	zapOpts = startup.LoggingFlags(fs)
 	return cmd
 }

@@ -181,10 +181,10 @@ func TestPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startCPO(t, cp, "cpo-a", cp.releaseImage)
-	awaitHolder(t, cp, 30*time.Second, c.pod)
+	awaitHolder(t, cp, 30*time.Second, c.Pod)
 	time.Sleep(3 * time.Second)
 	for _, w := range successfulWrites(t, cp.namespace, c.user) {
-		if !w.isLease() {
+		if !w.Lease() {
 			t.Fatalf("a paused HostedControlPlane was written: %v", w)
 		}
 	}
@@ -239,7 +239,7 @@ func TestOnlyItsOwnHostedControlPlane(t *testing.T) {
 		t.Errorf("the other HostedControlPlane was reconciled: finalizers %v, conditions %v", other.Finalizers, other.Status.Conditions)
 	}
 	for _, w := range successfulWrites(t, cp.namespace, c.user) {
-		if strings.HasPrefix(w.resource, "hostedcontrolplanes") && w.name == other.Name {
+		if strings.HasPrefix(w.Resource, "hostedcontrolplanes") && w.Name == other.Name {
 			t.Errorf("the CPO wrote the other HostedControlPlane: %s", w)
 		}
 	}

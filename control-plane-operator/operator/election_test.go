@@ -23,6 +23,8 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -92,7 +94,7 @@ func TestThreeReplicas(t *testing.T) {
 		h := holder(t, cp)
 		found := false
 		for _, c := range cpos {
-			found = found || (c.pod == h)
+			found = found || (c.Pod == h)
 		}
 		if !found {
 			t.Fatalf("sample %d: the Lease is held by %q, not by one of %v", i, h, pods)
@@ -104,14 +106,14 @@ func TestThreeReplicas(t *testing.T) {
 	writes := successfulWrites(t, cp.namespace, "cpo-cpo-a", "cpo-cpo-b", "cpo-cpo-c")
 	nonLease := 0
 	for _, w := range writes {
-		if !w.isLease() {
+		if !w.Lease() {
 			nonLease++
 		}
 	}
 	if nonLease == 0 {
 		t.Fatal("no CPO wrote anything: the holding check would prove nothing")
 	}
-	if v := writesOutsideHoldings(writes); len(v) != 0 {
+	if v := auditlog.OutsideHoldings(writes, auditlog.ByUser); len(v) != 0 {
 		t.Fatalf("%d writes outside their writer's holding: %v", len(v), v)
 	}
 	t.Logf("%d samples, one holder each; %d writes, all inside their writer's holding", samples, len(writes))
@@ -128,16 +130,16 @@ func TestGracefulHandover(t *testing.T) {
 	time.Sleep(2 * time.Second) // b is a running standby
 
 	stopped := time.Now()
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := a.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	awaitHolder(t, cp, retryPeriod+margin, b.pod)
+	awaitHolder(t, cp, retryPeriod+margin, b.Pod)
 	t.Logf("handover took %s", time.Since(stopped))
-	if !a.exited(10 * time.Second) {
+	if !a.Exited(10 * time.Second) {
 		t.Fatal("the old leader did not exit within 10s of SIGTERM")
 	}
-	if a.exitErr != nil {
-		t.Fatalf("the old leader exited with %v, want 0; log:\n%s", a.exitErr, tail(a.log(), 2000))
+	if a.ExitErr() != nil {
+		t.Fatalf("the old leader exited with %v, want 0; log:\n%s", a.ExitErr(), operatorprocess.Tail(a.Output(), 2000))
 	}
 }
 
@@ -150,21 +152,21 @@ func TestCrashTakeover(t *testing.T) {
 	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
 	awaitComponents(t, cp)
 
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := a.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	a.exited(5 * time.Second)
+	a.Exited(5 * time.Second)
 	killed := time.Now()
-	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
+	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.Pod)
 	t.Logf("takeover took %s", time.Since(killed))
 	toggle(t, cp)
 	time.Sleep(2 * time.Second)
 	for _, w := range successfulWrites(t, cp.namespace, a.user) {
-		if w.at.After(killed) {
+		if w.At.After(killed) {
 			t.Errorf("the killed leader wrote after its death: %v", w)
 		}
 	}
-	if v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user)); len(v) != 0 {
+	if v := auditlog.OutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user), auditlog.ByUser); len(v) != 0 {
 		t.Fatalf("writes outside their writer's holding: %v", v)
 	}
 }
@@ -190,19 +192,19 @@ func TestLeaseTampered(t *testing.T) {
 		t.Fatal(err)
 	}
 	tampered := time.Now()
-	if !a.exited(renewDeadline + retryPeriod + margin) {
+	if !a.Exited(renewDeadline + retryPeriod + margin) {
 		t.Fatalf("the leader still runs %s after its Lease was taken", time.Since(tampered))
 	}
-	t.Logf("the leader exited %s after the tamper", a.exitedAt.Sub(tampered))
+	t.Logf("the leader exited %s after the tamper", a.ExitedAt().Sub(tampered))
 	var exit *exec.ExitError
-	if !errors.As(a.exitErr, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("the leader exited with %v, want a non-zero status", a.exitErr)
+	if !errors.As(a.ExitErr(), &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("the leader exited with %v, want a non-zero status", a.ExitErr())
 	}
-	if !strings.Contains(a.log(), "leader election lost") {
-		t.Errorf("the log does not say why it exited:\n%s", tail(a.log(), 2000))
+	if !strings.Contains(a.Output(), "leader election lost") {
+		t.Errorf("the log does not say why it exited:\n%s", operatorprocess.Tail(a.Output(), 2000))
 	}
 	for _, w := range successfulWrites(t, cp.namespace, a.user) {
-		if w.at.After(a.exitedAt) {
+		if w.At.After(a.ExitedAt()) {
 			t.Errorf("it wrote after it exited: %v", w)
 		}
 	}
@@ -254,15 +256,15 @@ func TestRenewBlocked(t *testing.T) {
 	})
 	blocked := time.Now()
 	// The policy takes effect within a second or so; then a renew fails.
-	if !a.exited(time.Second + renewDeadline + retryPeriod + margin) {
+	if !a.Exited(time.Second + renewDeadline + retryPeriod + margin) {
 		t.Fatalf("the leader still runs %s after its renewals were blocked", time.Since(blocked))
 	}
-	t.Logf("the leader exited %s after renewals were blocked", a.exitedAt.Sub(blocked))
-	if a.exitErr == nil {
+	t.Logf("the leader exited %s after renewals were blocked", a.ExitedAt().Sub(blocked))
+	if a.ExitErr() == nil {
 		t.Fatal("the leader exited 0, want a non-zero status")
 	}
-	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
-	t.Logf("the standby took over %s after the leader exited", time.Since(a.exitedAt))
+	awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.Pod)
+	t.Logf("the standby took over %s after the leader exited", time.Since(a.ExitedAt()))
 }
 
 // TestStalledConnection hangs every request of the leader's process (its
@@ -286,7 +288,7 @@ func TestStalledConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metricsAddr := freeAddress(t)
+	metricsAddr := operatorprocess.FreeAddress(t)
 	a := startCPO(t, cp, "cpo-a", cp.releaseImage, "--kubeconfig="+proxied, "--metrics-bind-address="+metricsAddr)
 	awaitHolder(t, cp, 30*time.Second, "cpo-a")
 	b := startCPO(t, cp, "cpo-b", cp.releaseImage)
@@ -297,21 +299,21 @@ func TestStalledConnection(t *testing.T) {
 	proxy.Stall()
 	awaitNotLeading(t, metricsAddr, renewDeadline+margin)
 	stepped := time.Since(stalled)
-	awaitHolder(t, cp, leaseDuration+margin, b.pod)
+	awaitHolder(t, cp, leaseDuration+margin, b.Pod)
 	t.Logf("the stalled leader stopped its controllers after %s; the standby led after %s", stepped.Round(time.Millisecond), time.Since(stalled).Round(time.Millisecond))
 	toggle(t, cp)
 	proxy.Resume()
-	if !a.exited(10 * time.Second) {
+	if !a.Exited(10 * time.Second) {
 		t.Fatal("the old leader did not exit within 10s of getting through again")
 	}
-	if a.exitErr == nil || !strings.Contains(a.log(), `held by \"cpo-b\"`) {
-		t.Fatalf("the old leader exited with %v, want a non-zero status naming cpo-b; log:\n%s", a.exitErr, tail(a.log(), 2000))
+	if a.ExitErr() == nil || !strings.Contains(a.Output(), `held by \"cpo-b\"`) {
+		t.Fatalf("the old leader exited with %v, want a non-zero status naming cpo-b; log:\n%s", a.ExitErr(), operatorprocess.Tail(a.Output(), 2000))
 	}
 	time.Sleep(2 * time.Second)
 
 	var bFirst time.Time
 	for _, w := range successfulWrites(t, cp.namespace, b.user) {
-		bFirst = w.at
+		bFirst = w.At
 		break
 	}
 	if bFirst.IsZero() {
@@ -322,11 +324,11 @@ func TestStalledConnection(t *testing.T) {
 		t.Fatal("the old leader never wrote: the check proves nothing")
 	}
 	for _, w := range aWrites {
-		if !w.at.Before(bFirst) {
+		if !w.At.Before(bFirst) {
 			t.Errorf("the old leader wrote after the new one's first write (%s): %v", bFirst.Format("15:04:05.000"), w)
 		}
 	}
-	if v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user)); len(v) != 0 {
+	if v := auditlog.OutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user), auditlog.ByUser); len(v) != 0 {
 		t.Fatalf("writes outside their writer's holding: %v", v)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
 // podKubeconfig writes a kubeconfig that authenticates as the CPO's
@@ -103,7 +104,7 @@ func TestEveryFencedWriteIsCounted(t *testing.T) {
 		}
 		return nil
 	})
-	metricsAddr := freeAddress(t)
+	metricsAddr := operatorprocess.FreeAddress(t)
 	since := time.Now()
 	startCPO(t, cp, "cpo-a", cp.releaseImage, "--kubeconfig="+podKubeconfig(t, ns, "cpo-a"), "--metrics-bind-address="+metricsAddr)
 	awaitHolder(t, cp, 30*time.Second, "cpo-a")

@@ -5,6 +5,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
 // TestFrozenLeaderResumesDeposed freezes the leader (SIGSTOP) right after
@@ -30,31 +33,31 @@ func TestFrozenLeaderResumesDeposed(t *testing.T) {
 			time.Sleep(time.Second) // b is a running standby
 
 			toggle(t, cp)
-			if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := a.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			frozen := time.Now()
-			awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.pod)
+			awaitHolder(t, cp, leaseDuration+retryPeriod+margin, b.Pod)
 			t.Logf("cpo-b took over %s after cpo-a froze", time.Since(frozen).Round(time.Millisecond))
 			for _, signal := range tt.signals {
-				if err := a.cmd.Process.Signal(signal); err != nil {
+				if err := a.Signal(signal); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if !a.exited(10 * time.Second) {
-				t.Fatalf("the resumed leader did not exit within 10s; log:\n%s", tail(a.log(), 2000))
+			if !a.Exited(10 * time.Second) {
+				t.Fatalf("the resumed leader did not exit within 10s; log:\n%s", operatorprocess.Tail(a.Output(), 2000))
 			}
-			log := a.log()
-			if a.exitErr == nil {
-				t.Fatalf("the deposed leader exited 0; log:\n%s", tail(log, 3000))
+			log := a.Output()
+			if a.ExitErr() == nil {
+				t.Fatalf("the deposed leader exited 0; log:\n%s", operatorprocess.Tail(log, 3000))
 			}
 			if !strings.Contains(log, `held by \"cpo-b\"`) && !strings.Contains(log, `held by "cpo-b"`) {
-				t.Errorf("the deposed leader did not name the holder cpo-b; log:\n%s", tail(log, 3000))
+				t.Errorf("the deposed leader did not name the holder cpo-b; log:\n%s", operatorprocess.Tail(log, 3000))
 			}
 			if strings.Contains(log, "Released the Lease") {
-				t.Errorf("the deposed leader claims it released the Lease; log:\n%s", tail(log, 3000))
+				t.Errorf("the deposed leader claims it released the Lease; log:\n%s", operatorprocess.Tail(log, 3000))
 			}
-			if v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user)); len(v) != 0 {
+			if v := auditlog.OutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user), auditlog.ByUser); len(v) != 0 {
 				t.Fatalf("writes outside their writer's holding: %v", v)
 			}
 		})

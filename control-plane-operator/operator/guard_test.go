@@ -14,6 +14,8 @@ import (
 
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
 func scrape(t *testing.T, addr string) string {
@@ -49,14 +51,14 @@ func hasMetric(body, line string) bool {
 // the Lease, writes nothing else, and says so in its log and metrics.
 func TestVersionGuard(t *testing.T) {
 	cp := newControlPlane(t, false)
-	metricsAddr := freeAddress(t)
+	metricsAddr := operatorprocess.FreeAddress(t)
 	stale := startCPO(t, cp, "cpo-stale", "quay.io/ocp/release:4.16.0", "--metrics-bind-address="+metricsAddr)
-	awaitHolder(t, cp, 30*time.Second, stale.pod)
+	awaitHolder(t, cp, 30*time.Second, stale.Pod)
 	toggle(t, cp)
 	time.Sleep(3 * time.Second)
 
 	for _, w := range successfulWrites(t, cp.namespace, stale.user) {
-		if !w.isLease() {
+		if !w.Lease() {
 			t.Errorf("the stale leader wrote: %v", w)
 		}
 	}
@@ -69,8 +71,8 @@ func TestVersionGuard(t *testing.T) {
 			t.Errorf("%T %s exists (%v)", obj, name, err)
 		}
 	}
-	if !strings.Contains(stale.log(), "Not reconciling: this control-plane-operator was rolled out for another release") {
-		t.Errorf("the log does not say why it writes nothing:\n%s", tail(stale.log(), 2000))
+	if !strings.Contains(stale.Output(), "Not reconciling: this control-plane-operator was rolled out for another release") {
+		t.Errorf("the log does not say why it writes nothing:\n%s", operatorprocess.Tail(stale.Output(), 2000))
 	}
 	body := scrape(t, metricsAddr)
 	for _, want := range []string{"control_plane_operator_release_image_mismatch 1", "control_plane_operator_leader 1"} {
@@ -85,9 +87,9 @@ func TestVersionGuard(t *testing.T) {
 func TestStandbyServesAndWritesNothing(t *testing.T) {
 	cp := newControlPlane(t, false)
 	leader := startCPO(t, cp, "cpo-leader", cp.releaseImage)
-	awaitHolder(t, cp, 30*time.Second, leader.pod)
+	awaitHolder(t, cp, 30*time.Second, leader.Pod)
 	awaitComponents(t, cp)
-	metricsAddr, healthAddr := freeAddress(t), freeAddress(t)
+	metricsAddr, healthAddr := operatorprocess.FreeAddress(t), operatorprocess.FreeAddress(t)
 	standby := startCPO(t, cp, "cpo-standby", cp.releaseImage, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
 	toggle(t, cp)
 	time.Sleep(3 * time.Second)
@@ -119,9 +121,9 @@ func TestNegativeControls(t *testing.T) {
 		if h := holder(t, cp); h != "" {
 			t.Fatalf("the Lease is held by %q", h)
 		}
-		if !strings.Contains(c.log(), `leases.coordination.k8s.io \"control-plane-operator-leader-elect\" is forbidden`) &&
-			!strings.Contains(c.log(), `leases.coordination.k8s.io "control-plane-operator-leader-elect" is forbidden`) {
-			t.Fatalf("the log does not name the missing permission:\n%s", tail(c.log(), 2000))
+		if !strings.Contains(c.Output(), `leases.coordination.k8s.io \"control-plane-operator-leader-elect\" is forbidden`) &&
+			!strings.Contains(c.Output(), `leases.coordination.k8s.io "control-plane-operator-leader-elect" is forbidden`) {
+			t.Fatalf("the log does not name the missing permission:\n%s", operatorprocess.Tail(c.Output(), 2000))
 		}
 		if w := successfulWrites(t, cp.namespace, c.user); len(w) != 0 {
 			t.Fatalf("a CPO without the Lease wrote: %v", w)
@@ -135,7 +137,7 @@ func TestNegativeControls(t *testing.T) {
 		awaitComponents(t, cp)
 		toggle(t, cp)
 		time.Sleep(2 * time.Second)
-		v := writesOutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user))
+		v := auditlog.OutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user), auditlog.ByUser)
 		if len(v) == 0 {
 			t.Fatal("the audit check found nothing wrong with two unelected writers: it cannot fail")
 		}

@@ -1,14 +1,7 @@
 package operator_test
 
 import (
-	"bytes"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"sort"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,13 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	horender "github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -101,35 +95,8 @@ func newControlPlane(t *testing.T, withoutLeases bool) *controlPlane {
 
 // cpo is one control-plane-operator process with a user of its own.
 type cpo struct {
-	pod, user string
-	cmd       *exec.Cmd
-	mu        sync.Mutex
-	output    bytes.Buffer
-	done      chan struct{}
-	exitErr   error
-	exitedAt  time.Time
-}
-
-func (c *cpo) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.output.Write(p)
-}
-
-func (c *cpo) log() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.output.String()
-}
-
-// exited waits up to timeout for the process to end.
-func (c *cpo) exited(timeout time.Duration) bool {
-	select {
-	case <-c.done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
+	*operatorprocess.Process
+	user string
 }
 
 // startCPO runs `control-plane-operator run` as pod, authenticated as a user
@@ -149,7 +116,6 @@ func startCPO(t *testing.T, cp *controlPlane, pod string, operateOn string, extr
 	if err := env.Client.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
 	}
-	c := &cpo{pod: pod, user: user, done: make(chan struct{})}
 	args := append([]string{"run",
 		"--kubeconfig=" + kubeconfig,
 		"--namespace=" + cp.namespace,
@@ -159,48 +125,9 @@ func startCPO(t *testing.T, cp *controlPlane, pod string, operateOn string, extr
 		"--leader-elect-retry-period=" + retryPeriod.String(),
 		"--leader-elect-resource-name=" + hyperv1.ControlPlaneOperatorLeaseName,
 		"--metrics-bind-address=0",
-		"--health-probe-bind-address=" + freeAddress(t),
+		"--health-probe-bind-address=" + operatorprocess.FreeAddress(t),
 	}, extraArgs...)
-	c.cmd = exec.Command(binary, args...)
-	c.cmd.Env = append(os.Environ(), "POD_NAME="+pod, "OPERATE_ON_RELEASE_IMAGE="+operateOn)
-	c.cmd.Stdout, c.cmd.Stderr = c, c
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		c.exitErr = c.cmd.Wait()
-		c.exitedAt = time.Now()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		if !c.exited(20 * time.Second) {
-			_ = c.cmd.Process.Kill()
-			<-c.done
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", pod, tail(c.log(), 3000))
-		}
-	})
-	return c
-}
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
+	return &cpo{Process: operatorprocess.Start(t, binary, pod, args, hyperv1.OperateOnReleaseImageEnv+"="+operateOn), user: user}
 }
 
 // holder returns the Lease's holder, "" when there is none.
@@ -229,67 +156,13 @@ func awaitHolder(t *testing.T, cp *controlPlane, timeout time.Duration, pods ...
 	return ""
 }
 
-// auditWrite is one successful write from the audit log.
-type auditWrite struct {
-	at       time.Time
-	user     string
-	verb     string
-	resource string
-	name     string
-}
-
-func (w auditWrite) String() string {
-	return fmt.Sprintf("%s %s %s %s/%s", w.at.Format("15:04:05.000"), w.user, w.verb, w.resource, w.name)
-}
-
-func (w auditWrite) isLease() bool { return w.resource == "leases" }
-
 // successfulWrites returns the 2xx writes users made in namespace, in time
 // order, from the API server's audit log.
-func successfulWrites(t *testing.T, namespace string, users ...string) []auditWrite {
+func successfulWrites(t *testing.T, namespace string, users ...string) []auditlog.Write {
 	t.Helper()
 	events, err := env.AuditEvents()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{}
-	for _, u := range users {
-		want[u] = true
-	}
-	var out []auditWrite
-	for _, e := range events {
-		if !want[e.User.Username] || !testenv.IsWrite(e) || !testenv.Succeeded(e) || e.ObjectRef == nil || e.ObjectRef.Namespace != namespace {
-			continue
-		}
-		out = append(out, toWrite(e))
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
-	return out
-}
-
-func toWrite(e auditv1.Event) auditWrite {
-	resource := e.ObjectRef.Resource
-	if e.ObjectRef.Subresource != "" {
-		resource += "/" + e.ObjectRef.Subresource
-	}
-	return auditWrite{at: e.RequestReceivedTimestamp.Time, user: e.User.Username, verb: e.Verb, resource: resource, name: e.ObjectRef.Name}
-}
-
-// writesOutsideHoldings reconstructs, from the audit log alone, who held
-// the Lease when: a successful Lease write by a user means that user held
-// it then, and its holding lasts until another user's successful Lease
-// write. It returns every other write made outside its user's holding.
-func writesOutsideHoldings(writes []auditWrite) []auditWrite {
-	var violations []auditWrite
-	holderNow := ""
-	for _, w := range writes {
-		if w.isLease() {
-			holderNow = w.user
-			continue
-		}
-		if w.user != holderNow {
-			violations = append(violations, w)
-		}
-	}
-	return violations
+	return auditlog.Writes(events, auditlog.Query{Users: users, Namespace: namespace, SucceededOnly: true})
 }

@@ -13,6 +13,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -55,7 +56,7 @@ func TestRidesOutAnOutage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(proxy.Close)
-			metricsAddr := freeAddress(t)
+			metricsAddr := operatorprocess.FreeAddress(t)
 			a := startCPO(t, cp, "cpo-a", cp.releaseImage, "--kubeconfig="+proxiedKubeconfig(t, proxy, "cpo-cpo-a"), "--metrics-bind-address="+metricsAddr)
 			awaitHolder(t, cp, 30*time.Second, "cpo-a")
 			b := startCPO(t, cp, "cpo-b", cp.releaseImage, "--kubeconfig="+proxiedKubeconfig(t, proxy, "cpo-cpo-b"))
@@ -75,22 +76,22 @@ func TestRidesOutAnOutage(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			for firstWrite.IsZero() && time.Now().Before(deadline) {
 				for _, w := range successfulWrites(t, cp.namespace, a.user) {
-					if !w.isLease() && w.at.After(resumed) {
-						firstWrite = w.at
+					if !w.Lease() && w.At.After(resumed) {
+						firstWrite = w.At
 						break
 					}
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			if firstWrite.IsZero() {
-				t.Fatalf("the leader wrote nothing within 10s of the API server answering again; log:\n%s", tail(a.log(), 3000))
+				t.Fatalf("the leader wrote nothing within 10s of the API server answering again; log:\n%s", operatorprocess.Tail(a.Output(), 3000))
 			}
 			t.Logf("the leader wrote again %s after the API server answered", firstWrite.Sub(resumed).Round(time.Millisecond))
 			if took := firstWrite.Sub(resumed); took > 2*time.Second {
 				t.Errorf("the leader's first write came %s after the API server answered, want within 2s", took)
 			}
-			if a.exited(0) {
-				t.Fatalf("the leader exited (%v); log:\n%s", a.exitErr, tail(a.log(), 3000))
+			if a.Exited(0) {
+				t.Fatalf("the leader exited (%v); log:\n%s", a.ExitErr(), operatorprocess.Tail(a.Output(), 3000))
 			}
 			if h := holder(t, cp); h != "cpo-a" {
 				t.Fatalf("holder %q after the outage, want cpo-a", h)
@@ -102,7 +103,7 @@ func TestRidesOutAnOutage(t *testing.T) {
 				t.Fatalf("the standby wrote: %v", writes)
 			}
 			for _, w := range successfulWrites(t, cp.namespace, a.user) {
-				if !w.isLease() && w.at.After(stalled.Add(renewDeadline)) && w.at.Before(resumed) {
+				if !w.Lease() && w.At.After(stalled.Add(renewDeadline)) && w.At.Before(resumed) {
 					t.Errorf("the leader wrote past its renew deadline, before the API server answered: %v", w)
 				}
 			}
@@ -144,15 +145,15 @@ func TestRidesOutAnEtcdOutage(t *testing.T) {
 	toggle(t, cp)
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, w := range successfulWrites(t, cp.namespace, a.user) {
-			if !w.isLease() && w.at.After(back) {
+			if !w.Lease() && w.At.After(back) {
 				return nil
 			}
 		}
 		return errors.New("the leader has not written since etcd came back")
 	})
 	t.Logf("the leader wrote again %s after etcd came back", time.Since(back).Round(time.Millisecond))
-	if a.exited(0) {
-		t.Fatalf("the leader exited (%v); log:\n%s", a.exitErr, tail(a.log(), 3000))
+	if a.Exited(0) {
+		t.Fatalf("the leader exited (%v); log:\n%s", a.ExitErr(), operatorprocess.Tail(a.Output(), 3000))
 	}
 	if h := holder(t, cp); h != "cpo-a" {
 		t.Fatalf("holder %q after the outage, want cpo-a", h)

@@ -75,7 +75,7 @@ func TestTamperedComponentsAreRepaired(t *testing.T) {
 	quiet := time.Now()
 	time.Sleep(3 * time.Second)
 	for _, w := range successfulWrites(t, cp.namespace, c.user) {
-		if w.at.After(quiet) && !w.isLease() {
+		if w.At.After(quiet) && !w.Lease() {
 			t.Errorf("once repaired, the CPO still wrote: %s", w)
 		}
 	}

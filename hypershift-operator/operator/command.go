@@ -5,7 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/hypershift-le/hypershift/support/process"
+	"github.com/hypershift-le/hypershift/support/startup"
 )
 
 // NewRunCommand returns `hypershift-operator run`.
@@ -28,11 +28,11 @@ hypershift-operator-leader-elect Lease reconciles; losing the Lease ends the pro
     --cpo-leader-elect-renew-deadline=20s --cpo-leader-elect-retry-period=5s`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			process.SetLogger(zapOpts)
+			startup.SetLogger(zapOpts)
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			restConfig, err := process.LoadConfig(kubeconfig)
+			restConfig, err := startup.LoadConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -43,6 +43,6 @@ hypershift-operator-leader-elect Lease reconciles; losing the Lease ends the pro
 	fs := cmd.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
 	opts.AddFlags(fs)
-	zapOpts = process.LoggingFlags(fs)
+	zapOpts = startup.LoggingFlags(fs)
 	return cmd
 }

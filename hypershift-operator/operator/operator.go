@@ -23,8 +23,8 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
-	"github.com/hypershift-le/hypershift/support/process"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/startup"
 )
 
 // Options are the hypershift-operator's settings, one per flag.
@@ -144,7 +144,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	identity := elector.Identity()
 
-	fencing, err := process.AwaitAPIServer(ctx, func() (hostedcluster.Fencing, error) { return DetectFencing(restConfig, o.EnableFencing) })
+	fencing, err := startup.AwaitAPIServer(ctx, func() (hostedcluster.Fencing, error) { return DetectFencing(restConfig, o.EnableFencing) })
 	if err != nil {
 		return err
 	}

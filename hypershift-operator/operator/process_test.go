@@ -1,11 +1,9 @@
 package operator_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +26,8 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -44,11 +44,8 @@ func TestMain(m *testing.M) {
 
 // process is one hypershift-operator process running as its own user.
 type process struct {
-	user, pod  string
-	healthAddr string
-	cmd        *exec.Cmd
-	output     *bytes.Buffer
-	done       chan error
+	*operatorprocess.Process
+	user, healthAddr string
 }
 
 // startProcess runs `hypershift-operator run` as user, bound to the HO's
@@ -60,35 +57,15 @@ func startProcess(t *testing.T, namespace, user, pod string, extraArgs ...string
 		t.Fatal(err)
 	}
 	grant(t, namespace, user)
-	p := &process{user: user, pod: pod, healthAddr: freeAddress(t), output: &bytes.Buffer{}, done: make(chan error, 1)}
+	healthAddr := operatorprocess.FreeAddress(t)
 	args := append([]string{"run",
 		"--kubeconfig=" + kubeconfig,
 		"--namespace=" + namespace,
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
 		"--metrics-bind-address=0",
-		"--health-probe-bind-address=" + p.healthAddr,
+		"--health-probe-bind-address=" + healthAddr,
 	}, extraArgs...)
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(os.Environ(), "POD_NAME="+pod)
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-p.done:
-			_ = err // the exit status is checked where it matters
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", pod, tail(p.output.String(), 4000))
-		}
-	})
-	return p
+	return &process{Process: operatorprocess.Start(t, binary, pod, args), user: user, healthAddr: healthAddr}
 }
 
 // grant binds the HO's ClusterRole and leader-election Role to user.
@@ -116,16 +93,6 @@ func grant(t *testing.T, namespace, user string) {
 	}
 }
 
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 func holder(t *testing.T, namespace string) string {
 	lease := &coordinationv1.Lease{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
@@ -141,8 +108,8 @@ func TestTwoOperators(t *testing.T) {
 	hoNamespace := env.Namespace(t)
 	a := startProcess(t, hoNamespace, "ho-a", "hypershift-operator-a")
 	testutil.Eventually(t, 30*time.Second, func() error {
-		if h := holder(t, hoNamespace); h != a.pod {
-			return fmt.Errorf("holder %q, want %s", h, a.pod)
+		if h := holder(t, hoNamespace); h != a.Pod {
+			return fmt.Errorf("holder %q, want %s", h, a.Pod)
 		}
 		return nil
 	})
@@ -186,20 +153,20 @@ func TestTwoOperators(t *testing.T) {
 
 	t.Run("when the holder stops gracefully, it releases the Lease and the standby takes over", func(t *testing.T) {
 		stopped := time.Now()
-		if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := a.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		select {
-		case err := <-a.done:
-			if err != nil {
+		case <-a.Done():
+			if err := a.ExitErr(); err != nil {
 				t.Fatalf("the holder exited with %v after SIGTERM, want 0", err)
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("the holder did not exit within 20s of SIGTERM")
 		}
 		testutil.Eventually(t, 10*time.Second, func() error {
-			if h := holder(t, hoNamespace); h != b.pod {
-				return fmt.Errorf("holder %q, want %s", h, b.pod)
+			if h := holder(t, hoNamespace); h != b.Pod {
+				return fmt.Errorf("holder %q, want %s", h, b.Pod)
 			}
 			return nil
 		})
@@ -233,7 +200,7 @@ func TestTwoOperators(t *testing.T) {
 			return nil
 		})
 		for _, w := range writes(t, a.user) {
-			if w.after(stopped.Add(time.Second)) {
+			if w.At.After(stopped.Add(time.Second)) {
 				t.Errorf("the stopped holder wrote after it exited: %v", w)
 			}
 		}
@@ -279,35 +246,14 @@ func healthy(p *process) error {
 	return nil
 }
 
-type write struct {
-	at   time.Time
-	what string
-}
-
-func (w write) after(t time.Time) bool { return w.at.After(t) }
-func (w write) String() string         { return w.at.Format("15:04:05.000") + " " + w.what }
-
 // writes returns every write request user made, from the audit log.
-func writes(t *testing.T, user string) []write {
+func writes(t *testing.T, user string) []auditlog.Write {
 	t.Helper()
 	events, err := env.AuditEvents()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []write
-	for _, e := range events {
-		if e.User.Username == user && testenv.IsWrite(e) && e.ObjectRef != nil {
-			out = append(out, write{at: e.RequestReceivedTimestamp.Time, what: e.Verb + " " + e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name})
-		}
-	}
-	return out
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
+	return auditlog.Writes(events, auditlog.Query{Users: []string{user}})
 }
 
 // TestWaitsForTheAPIServer starts the operator while nothing answers at its
@@ -315,7 +261,7 @@ func tail(s string, n int) string {
 // API server is reachable.
 func TestWaitsForTheAPIServer(t *testing.T) {
 	ns := env.Namespace(t)
-	addr := freeAddress(t)
+	addr := operatorprocess.FreeAddress(t)
 	kubeconfig, err := env.AddUserKubeconfig("ho-early")
 	if err != nil {
 		t.Fatal(err)
@@ -326,8 +272,8 @@ func TestWaitsForTheAPIServer(t *testing.T) {
 	}
 	p := startProcess(t, ns, "ho-early", "ho-early-0", "--kubeconfig="+unreachable)
 	select {
-	case err := <-p.done:
-		t.Fatalf("the operator exited while the API server was away: %v\n%s", err, tail(p.output.String(), 2000))
+	case <-p.Done():
+		t.Fatalf("the operator exited while the API server was away: %v\n%s", p.ExitErr(), operatorprocess.Tail(p.Output(), 2000))
 	case <-time.After(5 * time.Second):
 	}
 	proxy, err := testenv.StartProxyAt(env.Config.Host, addr)
@@ -342,8 +288,8 @@ func TestWaitsForTheAPIServer(t *testing.T) {
 		return nil
 	})
 	select {
-	case err := <-p.done:
-		t.Fatalf("the operator exited: %v", err)
+	case <-p.Done():
+		t.Fatalf("the operator exited: %v", p.ExitErr())
 	default:
 	}
 }
@@ -372,8 +318,8 @@ func TestRidesOutAnOutage(t *testing.T) {
 	}
 	a := startProcess(t, hoNamespace, "ho-outage-a", "hypershift-operator-a", via("ho-outage-a"))
 	testutil.Eventually(t, 30*time.Second, func() error {
-		if h := holder(t, hoNamespace); h != a.pod {
-			return fmt.Errorf("holder %q, want %s", h, a.pod)
+		if h := holder(t, hoNamespace); h != a.Pod {
+			return fmt.Errorf("holder %q, want %s", h, a.Pod)
 		}
 		return nil
 	})
@@ -392,7 +338,7 @@ func TestRidesOutAnOutage(t *testing.T) {
 	resumed := time.Now()
 	testutil.Eventually(t, 10*time.Second, func() error {
 		for _, w := range writes(t, a.user) {
-			if w.after(resumed) && strings.Contains(w.what, "leases") {
+			if w.At.After(resumed) && w.Lease() {
 				return nil
 			}
 		}
@@ -400,16 +346,16 @@ func TestRidesOutAnOutage(t *testing.T) {
 	})
 	for _, p := range []*process{a, b} {
 		select {
-		case err := <-p.done:
-			t.Fatalf("%s exited during the outage: %v\n%s", p.pod, err, tail(p.output.String(), 2000))
+		case <-p.Done():
+			t.Fatalf("%s exited during the outage: %v\n%s", p.Pod, p.ExitErr(), operatorprocess.Tail(p.Output(), 2000))
 		default:
 		}
 	}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hoNamespace, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil {
 		t.Fatal(err)
 	}
-	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != a.pod || ptr.Deref(lease.Spec.LeaseTransitions, 0) != transitions {
-		t.Fatalf("holder %q transitions %d after the outage, want %s and %d", h, ptr.Deref(lease.Spec.LeaseTransitions, 0), a.pod, transitions)
+	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != a.Pod || ptr.Deref(lease.Spec.LeaseTransitions, 0) != transitions {
+		t.Fatalf("holder %q transitions %d after the outage, want %s and %d", h, ptr.Deref(lease.Spec.LeaseTransitions, 0), a.Pod, transitions)
 	}
 	if w := writes(t, b.user); len(w) != 0 {
 		t.Fatalf("the standby wrote: %v", w)

@@ -1,4 +1,4 @@
-// Package upsert applies desired objects with server-side apply under a fixed
+// Package apply applies desired objects with server-side apply under a fixed
 // field owner, and skips the request entirely when it would change nothing:
 // the live object already holds every field the desired one sets, and the
 // owner's managed fields hold no field the desired one dropped. A converged
@@ -10,7 +10,7 @@
 // cleared first, and a list in which another manager keeps entries (a
 // changed Service port, an added container) is replaced whole when the
 // apply is refused or leaves the object short of the desired one.
-package upsert
+package apply
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package upsert_test
+package apply_test
 
 import (
 	"errors"
@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/testutil"
-	"github.com/hypershift-le/hypershift/support/upsert"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -56,7 +57,7 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := upsert.Applier{Client: c, FieldOwner: "upsert-test"}
+	a := apply.Applier{Client: c, FieldOwner: "upsert-test"}
 	apply := func(obj client.Object) bool {
 		t.Helper()
 		changed, err := a.Apply(t.Context(), obj)
@@ -94,7 +95,7 @@ func TestApply(t *testing.T) {
 	}
 	writes := 0
 	for _, e := range events {
-		if e.User.Username == "upsert-test" && testenv.IsWrite(e) && e.RequestReceivedTimestamp.After(start) {
+		if e.User.Username == "upsert-test" && auditlog.IsWrite(e) && e.RequestReceivedTimestamp.After(start) {
 			writes++
 			if e.Verb != "patch" {
 				t.Errorf("write %s, want server-side apply patches only", e.Verb)
@@ -124,7 +125,7 @@ func TestApplyReadsFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := upsert.Applier{Client: c, FieldOwner: "upsert-cached"}
+	a := apply.Applier{Client: c, FieldOwner: "upsert-cached"}
 	if _, err := a.Apply(t.Context(), deployment(ns, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestApplyReadsFromTheCache(t *testing.T) {
 // repaired nothing more is sent.
 func TestApplyRepairsAStrategySwitchedByAnother(t *testing.T) {
 	ns := env.Namespace(t)
-	a := upsert.Applier{Client: env.Client, FieldOwner: "upsert-test"}
+	a := apply.Applier{Client: env.Client, FieldOwner: "upsert-test"}
 	if _, err := a.Apply(t.Context(), deployment(ns, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestApplyReplacesListEntriesOfAnother(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			a := upsert.Applier{Client: env.Client, FieldOwner: "upsert-test"}
+			a := apply.Applier{Client: env.Client, FieldOwner: "upsert-test"}
 			if _, err := a.Apply(t.Context(), tt.object(ns)); err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -149,7 +150,7 @@ func TestStalledConnection(t *testing.T) {
 	}
 	var bFirst *auditv1.Event
 	for i, e := range events {
-		if e.User.Username == bUser && isLeaseWrite(e, ns) && testenv.Succeeded(e) {
+		if e.User.Username == bUser && isLeaseWrite(e, ns) && auditlog.Succeeded(e) {
 			bFirst = &events[i]
 			break
 		}
@@ -165,7 +166,7 @@ func TestStalledConnection(t *testing.T) {
 		if e.RequestReceivedTimestamp.After(bFirst.StageTimestamp.Time) {
 			late++
 		}
-		if isLeaseWrite(e, ns) && testenv.Succeeded(e) {
+		if isLeaseWrite(e, ns) && auditlog.Succeeded(e) {
 			aWrites++
 			if !e.StageTimestamp.Before(&bFirst.StageTimestamp) {
 				t.Errorf("a's %s of the Lease succeeded at %s, after b's first write at %s", e.Verb, e.StageTimestamp.Format(time.StampMicro), bFirst.StageTimestamp.Format(time.StampMicro))
@@ -211,7 +212,7 @@ func TestHandoverThroughTheWatch(t *testing.T) {
 		switch {
 		case e.Verb == "get" || (e.Verb == "list" && e.RequestReceivedTimestamp.After(stopped)):
 			reads++
-		case testenv.IsWrite(e):
+		case auditlog.IsWrite(e):
 			writes++
 		}
 	}
@@ -224,7 +225,7 @@ func TestHandoverThroughTheWatch(t *testing.T) {
 }
 
 func isLeaseWrite(e auditv1.Event, ns string) bool {
-	return testenv.IsWrite(e) && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns
+	return auditlog.IsWrite(e) && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns
 }
 
 // TestStandbyWithRefusedCredentialsIsNotReady runs a candidate whose user

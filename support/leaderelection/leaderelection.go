@@ -18,7 +18,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/config"
-	"github.com/hypershift-le/hypershift/support/process"
+	"github.com/hypershift-le/hypershift/support/startup"
 )
 
 // Identity returns the identity a candidate holds the Lease under: the pod's
@@ -64,7 +64,7 @@ type Election struct {
 }
 
 // NewManager returns a controller-runtime manager that serves health
-// (process.AddProbes) and metrics and syncs its caches on every replica, and starts the runnables
+// (startup.AddProbes) and metrics and syncs its caches on every replica, and starts the runnables
 // that need leader election (controllers, by controller-runtime's rule)
 // only while this replica leads. Added runnables go through the returned
 // manager; controllers are set up with AddPerTerm, once per term. Leading ends the manager's Start with an error wrapping ErrLost
@@ -73,11 +73,11 @@ type Election struct {
 // elector, nil when election is off.
 //
 // Creating the manager asks the API server about the cached kinds; while it
-// does not answer, NewManager waits for it (process.AwaitAPIServer) until
+// does not answer, NewManager waits for it (startup.AwaitAPIServer) until
 // ctx ends.
 func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (*Manager, *Elector, error) {
 	opts.LeaderElection = false
-	mgr, err := process.AwaitAPIServer(ctx, func() (manager.Manager, error) {
+	mgr, err := startup.AwaitAPIServer(ctx, func() (manager.Manager, error) {
 		mgr, err := ctrl.NewManager(restConfig, opts)
 		if err != nil {
 			return nil, fmt.Errorf("failed to create the manager: %w", err)
@@ -87,7 +87,7 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := process.AddProbes(mgr); err != nil {
+	if err := startup.AddProbes(mgr); err != nil {
 		return nil, nil, err
 	}
 	if !election.Enabled {
@@ -113,7 +113,7 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 	if err := mgr.AddReadyzCheck("leader-election", elector.Ready); err != nil {
 		return nil, nil, fmt.Errorf("failed to add the election's readiness check: %w", err)
 	}
-	gated := &Manager{Manager: mgr}
+	gated := &Manager{Manager: mgr, elected: make(chan struct{})}
 	if err := mgr.Add(&electionRunnable{elector: elector, gated: gated}); err != nil {
 		return nil, nil, fmt.Errorf("failed to add the election: %w", err)
 	}
@@ -132,6 +132,9 @@ type Manager struct {
 	gated  []manager.Runnable
 	// direct is set when election is off: everything runs with the manager.
 	direct bool
+	// elected is closed when the first term starts (see Elected).
+	elected     chan struct{}
+	electedOnce sync.Once
 	// lost is the election's loss, kept for Start: a loss that arrives
 	// while the manager already stops (SIGTERM during a freeze) is only
 	// logged by controller-runtime, and the process would exit 0.
@@ -148,6 +151,17 @@ func (m *Manager) Start(ctx context.Context) error {
 		return errors.Join(err, m.lost)
 	}
 	return err
+}
+
+// Elected is closed once this replica has started leading (its first
+// term), and never on a standby: controller-runtime's own Elected() closes
+// at start on every replica here, because its election is off. With
+// election off, it is controller-runtime's (closed at start).
+func (m *Manager) Elected() <-chan struct{} {
+	if m.direct {
+		return m.Manager.Elected()
+	}
+	return m.elected
 }
 
 // AddPerTerm registers setup, which sets up leader-only controllers on the
@@ -185,6 +199,7 @@ func (m *Manager) lead(ctx context.Context) error {
 	m.mu.Lock()
 	setups, gated := m.setups, m.gated
 	m.mu.Unlock()
+	m.electedOnce.Do(func() { close(m.elected) })
 	return runTerm(ctx, m.Manager, setups, gated)
 }
 

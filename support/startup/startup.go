@@ -1,7 +1,7 @@
-// Package process holds what the project's operator binaries share when
+// Package startup holds what the project's operator binaries share when
 // they start: controller-runtime's zap logging flags (JSON by default),
 // loading the kubeconfig, and waiting for the API server.
-package process
+package startup
 
 import (
 	"context"

@@ -20,7 +20,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
 	"github.com/hypershift-le/hypershift/support/testutil"
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 const (
@@ -96,7 +96,7 @@ func testArbiterQuiet(t *testing.T) {
 			switch {
 			case e.User.Username == hoUser:
 				parent++
-			case testenv.Succeeded(e):
+			case auditlog.Succeeded(e):
 				renewals++
 			}
 		}
@@ -123,7 +123,7 @@ func testSamePodRestart(t *testing.T, ns string) {
 	var resumed time.Time
 	testutil.Eventually(t, leaseDuration+margin, func() error {
 		for _, e := range leaseWritesIn(auditEvents(t), ns, killed, time.Now()) {
-			if podOf(e) == leader && testenv.Succeeded(e) {
+			if podOf(e) == leader && auditlog.Succeeded(e) {
 				resumed = e.RequestReceivedTimestamp.Time
 				return nil
 			}
@@ -169,7 +169,7 @@ func testFrozenLeaderKept(t *testing.T, ns string) {
 	var lastRenewal, takeover time.Time
 	for _, e := range leaseWritesIn(auditEvents(t), ns, frozen.Add(-leaseDuration), time.Now()) {
 		switch {
-		case !testenv.Succeeded(e):
+		case !auditlog.Succeeded(e):
 		case podOf(e) == leader && e.RequestReceivedTimestamp.Time.Before(frozen):
 			lastRenewal = e.RequestReceivedTimestamp.Time
 		case podOf(e) == standby && takeover.IsZero() && e.RequestReceivedTimestamp.After(frozen):
@@ -238,9 +238,9 @@ func testForceDeletedLeader(t *testing.T, ns string) {
 		at := e.RequestReceivedTimestamp.Time
 		switch {
 		case at.Before(deleted):
-		case podOf(e) == leader && testenv.IsWrite(e) && testenv.Succeeded(e):
+		case podOf(e) == leader && auditlog.IsWrite(e) && auditlog.Succeeded(e):
 			t.Errorf("a write by the force-deleted pod %s was accepted: %s %s", leader, e.Verb, e.RequestURI)
-		case podOf(e) == leader && at.After(thawed) && testenv.Succeeded(e):
+		case podOf(e) == leader && at.After(thawed) && auditlog.Succeeded(e):
 			t.Errorf("after the thaw a request by the force-deleted pod %s was accepted: %s %s", leader, e.Verb, e.RequestURI)
 		case podOf(e) == leader && at.After(thawed):
 			refused++
@@ -289,7 +289,7 @@ func testFailedLeader(t *testing.T, ns string) {
 	for _, e := range auditEvents(t) {
 		at := e.RequestReceivedTimestamp.Time
 		if e.ObjectRef != nil && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == name && e.ObjectRef.Subresource == "status" &&
-			testenv.Succeeded(e) && at.After(killed) && at.Before(released) {
+			auditlog.Succeeded(e) && at.After(killed) && at.Before(released) {
 			failedAt = at
 		}
 	}
@@ -355,7 +355,7 @@ func parentRelease(t *testing.T, ns string, since time.Time) (released, takeover
 		released, takeover = time.Time{}, time.Time{}
 		for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
 			switch {
-			case !testenv.Succeeded(e):
+			case !auditlog.Succeeded(e):
 			case e.User.Username == hoUser && released.IsZero():
 				released = e.RequestReceivedTimestamp.Time
 			case !released.IsZero() && takeover.IsZero() && podOf(e) != "":
@@ -408,7 +408,7 @@ func leaseWritesIn(events []auditv1.Event, ns string, from, to time.Time) []audi
 	for _, e := range events {
 		at := e.RequestReceivedTimestamp.Time
 		if e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == hyperv1.ControlPlaneOperatorLeaseName &&
-			testenv.IsWrite(e) && !at.Before(from) && at.Before(to) {
+			auditlog.IsWrite(e) && !at.Before(from) && at.Before(to) {
 			out = append(out, e)
 		}
 	}
@@ -420,7 +420,7 @@ func leaseWritesIn(events []auditv1.Event, ns string, from, to time.Time) []audi
 
 // podOf is the pod an audited request's token is bound to, or "".
 func podOf(e auditv1.Event) string {
-	if pods := e.User.Extra[podNameKey]; len(pods) == 1 {
+	if pods := e.User.Extra[auditlog.PodNameKey]; len(pods) == 1 {
 		return pods[0]
 	}
 	return ""

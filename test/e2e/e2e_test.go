@@ -22,8 +22,8 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/localcluster"
-	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 func installOperator(t *testing.T, image string, extra ...string) {
@@ -70,8 +70,8 @@ func testCreate(t *testing.T) {
 		t.Fatal("the CPO made no write with its own token")
 	}
 	for _, w := range writes {
-		if w.pod != pod {
-			t.Errorf("a CPO write came from pod %s, not %s: %v", w.pod, pod, w)
+		if w.Pod != pod {
+			t.Errorf("a CPO write came from pod %s, not %s: %v", w.Pod, pod, w)
 		}
 	}
 	testutil.Eventually(t, time.Minute, func() error {
@@ -95,7 +95,7 @@ func testCreate(t *testing.T) {
 	quiet := time.Now()
 	time.Sleep(20 * time.Second)
 	for _, w := range cpoWrites(t, ns) {
-		if !w.lease && w.at.After(quiet) {
+		if !w.Lease() && w.At.After(quiet) {
 			t.Errorf("the converged CPO wrote %v", w)
 		}
 	}
@@ -136,17 +136,17 @@ func testUpgrade(t *testing.T) {
 	ns := controlPlaneNamespace("demo")
 	recorder := upgrade(t, "demo")
 	writes := cpoWrites(t, ns)
-	if v := outsideHoldings(writes); len(v) != 0 {
+	if v := auditlog.OutsideHoldings(writes, auditlog.ByPod); len(v) != 0 {
 		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
 	}
 	// After a pod of a release first writes, no pod of another release writes
 	// until the next upgrade's pod writes.
 	for i := 1; i < len(writes); i++ {
 		prev, cur := writes[i-1], writes[i]
-		if prev.pod != cur.pod && recorder.release(prev.pod) != recorder.release(cur.pod) {
+		if prev.Pod != cur.Pod && recorder.release(prev.Pod) != recorder.release(cur.Pod) {
 			for _, later := range writes[i:] {
-				if later.pod == prev.pod {
-					t.Errorf("old pod %s wrote after new pod %s's first write: %v", prev.pod, cur.pod, later)
+				if later.Pod == prev.Pod {
+					t.Errorf("old pod %s wrote after new pod %s's first write: %v", prev.Pod, cur.Pod, later)
 				}
 			}
 		}
@@ -251,12 +251,12 @@ func testFencing(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	var refused, accepted int
 	for _, e := range auditEvents(t) {
-		pods := e.User.Extra[podNameKey]
-		if len(pods) != 1 || e.ObjectRef == nil || e.ObjectRef.Namespace != ns || e.ObjectRef.Resource == "leases" || !testenv.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(started) {
+		pods := e.User.Extra[auditlog.PodNameKey]
+		if len(pods) != 1 || e.ObjectRef == nil || e.ObjectRef.Namespace != ns || e.ObjectRef.Resource == "leases" || !auditlog.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(started) {
 			continue
 		}
 		switch {
-		case pods[0] == rogue.Name && testenv.Succeeded(e):
+		case pods[0] == rogue.Name && auditlog.Succeeded(e):
 			accepted++
 			t.Errorf("the rogue pod's write went through: %s %s/%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name)
 		case pods[0] == rogue.Name:
@@ -363,7 +363,7 @@ func testHighlyAvailable(t *testing.T) {
 	})
 	t.Logf("after deleting pod %s, %s leads after %s", leader, holder(t, ns), time.Since(deleted))
 	time.Sleep(3 * time.Second)
-	if v := outsideHoldings(cpoWrites(t, ns)); len(v) != 0 {
+	if v := auditlog.OutsideHoldings(cpoWrites(t, ns), auditlog.ByPod); len(v) != 0 {
 		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
 	}
 	p.finish(t, "while the CPO leader was killed and its pod replaced")
@@ -430,17 +430,17 @@ func testNegativeControl(t *testing.T) {
 		return nil
 	})
 	recorder := recordPods(t, ns)
-	var writes []cpoWrite
+	var writes []auditlog.Write
 	for _, version := range []string{localcluster.Versions[1], localcluster.Versions[0]} {
 		setRelease(t, "unsafe", lc.Registry.Releases[version])
 		time.Sleep(15 * time.Second)
 	}
 	writes = cpoWrites(t, ns)
-	v := outsideHoldings(writes)
+	v := auditlog.OutsideHoldings(writes, auditlog.ByPod)
 	if len(v) == 0 {
 		var b bytes.Buffer
 		for _, w := range writes {
-			fmt.Fprintf(&b, "\n  %v (%s)", w, recorder.release(w.pod))
+			fmt.Fprintf(&b, "\n  %v (%s)", w, recorder.release(w.Pod))
 		}
 		t.Fatalf("without election the check found nothing: it cannot fail. Writes:%s", b.String())
 	}

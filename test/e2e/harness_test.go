@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -36,7 +36,6 @@ const (
 	// UnsafeImage runs a build of the hypershift-operator that renders CPOs
 	// without election; nothing in the product can select it.
 	unsafeImage = "e2e.local/hypershift-unsafe:latest"
-	podNameKey  = "authentication.kubernetes.io/pod-name"
 )
 
 var lc *localcluster.Cluster
@@ -198,40 +197,18 @@ func (r *podRecorder) release(pod string) string {
 	return r.releases[pod]
 }
 
-// cpoWrite is one successful write by a CPO pod, from the audit log.
-type cpoWrite struct {
-	at        time.Time
-	pod, what string
-	lease     bool
-}
-
-func (w cpoWrite) String() string {
-	return fmt.Sprintf("%s %s %s", w.at.Format("15:04:05.000000"), w.pod, w.what)
-}
-
 // cpoWrites returns every successful write the CPO ServiceAccount made in
-// ns, attributed to the pod its token is bound to.
-func cpoWrites(t *testing.T, ns string) []cpoWrite {
+// ns, each attributed to the pod its token is bound to.
+func cpoWrites(t *testing.T, ns string) []auditlog.Write {
 	t.Helper()
-	events := auditEvents(t)
-	user := "system:serviceaccount:" + ns + ":control-plane-operator"
-	var out []cpoWrite
-	for _, e := range events {
-		if e.User.Username != user || !testenv.IsWrite(e) || !testenv.Succeeded(e) || e.ObjectRef == nil {
-			continue
+	user := "system:serviceaccount:" + ns + ":" + hyperv1.ControlPlaneOperatorName
+	writes := auditlog.Writes(auditEvents(t), auditlog.Query{Users: []string{user}, SucceededOnly: true})
+	for _, w := range writes {
+		if w.Pod == "" {
+			t.Fatalf("a CPO write carries no pod name: %v", w)
 		}
-		pods := e.User.Extra[podNameKey]
-		if len(pods) != 1 {
-			t.Fatalf("a CPO write carries no pod name: %s %s", e.Verb, e.ObjectRef.Resource)
-		}
-		what := e.Verb + " " + e.ObjectRef.Resource + "/" + e.ObjectRef.Name
-		if e.ObjectRef.Subresource != "" {
-			what += "/" + e.ObjectRef.Subresource
-		}
-		out = append(out, cpoWrite{at: e.RequestReceivedTimestamp.Time, pod: pods[0], what: what, lease: e.ObjectRef.Resource == "leases"})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
-	return out
+	return writes
 }
 
 func auditEvents(t *testing.T) []auditv1.Event {
@@ -243,31 +220,13 @@ func auditEvents(t *testing.T) []auditv1.Event {
 	return events
 }
 
-// outsideHoldings reconstructs holdings from the audit log alone (a pod's
-// successful Lease write means it held the Lease then, until another pod's)
-// and returns the writes made outside their pod's holding.
-func outsideHoldings(writes []cpoWrite) []cpoWrite {
-	var violations []cpoWrite
-	holderNow := ""
-	for _, w := range writes {
-		if w.lease {
-			holderNow = w.pod
-			continue
-		}
-		if w.pod != holderNow {
-			violations = append(violations, w)
-		}
-	}
-	return violations
-}
-
 // podLifetimes returns, from the audit log, when each pod in ns was created
 // and when it was finally removed.
 func podLifetimes(t *testing.T, ns string) (created, removed map[string]time.Time) {
 	t.Helper()
 	created, removed = map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range auditEvents(t) {
-		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns || e.ObjectRef.Subresource != "" || !testenv.Succeeded(e) {
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns || e.ObjectRef.Subresource != "" || !auditlog.Succeeded(e) {
 			continue
 		}
 		switch e.Verb {

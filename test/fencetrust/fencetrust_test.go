@@ -22,7 +22,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
-	"github.com/hypershift-le/hypershift/hypershift-operator/hotest"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster/hostedclustertest"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
@@ -49,8 +49,8 @@ func startOperator(t *testing.T) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hotest.BindClusterRole(t, env.Client, user)
-	stop := hotest.StartOperator(t, cfg, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
+	hostedclustertest.BindClusterRole(t, env.Client, user)
+	stop := hostedclustertest.StartOperator(t, cfg, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
 	return user, stop
 }
 

@@ -3,14 +3,6 @@ package localcluster
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"log"
-	"net"
-	"net/http"
-	"time"
-
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 )
@@ -18,8 +10,8 @@ import (
 // Versions are the release payloads the local registry serves, oldest first.
 var Versions = []string{"4.17.0", "4.17.1"}
 
-// Registry is the local cluster's registry: go-containerregistry's
-// in-memory registry on 127.0.0.1, holding one payload per version.
+// Registry is the local cluster's registry: releasetest's registry (the
+// one the tests use) on 127.0.0.1, holding one payload per version.
 type Registry struct {
 	// Host is host:port.
 	Host string
@@ -27,25 +19,19 @@ type Registry struct {
 	Releases map[string]string
 	// tags maps the pull spec of every payload image to its tag in the
 	// payload (image-references).
-	tags   map[string]string
-	server *http.Server
+	tags     map[string]string
+	registry *releasetest.Registry
 }
 
 // StartRegistry serves a registry on address (host:port; port 0 picks a
 // free one) and pushes a payload per version, whose images (hypershift,
 // etcd, hyperkube) the local cluster maps to binaries.
 func StartRegistry(ctx context.Context, address string) (*Registry, error) {
-	l, err := net.Listen("tcp", address)
+	served, err := releasetest.Start(address)
 	if err != nil {
-		return nil, fmt.Errorf("failed to listen for the registry on %s: %w", address, err)
+		return nil, err
 	}
-	r := &Registry{
-		Host:     l.Addr().String(),
-		Releases: map[string]string{},
-		tags:     map[string]string{},
-		server:   &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second},
-	}
-	go func() { _ = r.server.Serve(l) }()
+	r := &Registry{Host: served.Host(), Releases: map[string]string{}, tags: map[string]string{}, registry: served}
 	for _, version := range Versions {
 		refs := map[string]string{}
 		for tag := range payloadImages {
@@ -54,19 +40,10 @@ func StartRegistry(ctx context.Context, address string) (*Registry, error) {
 		}
 		// The operators' own image is tagged latest too.
 		r.tags[r.Image("hypershift", "latest")] = "hypershift"
-		files, err := releasetest.BuildReleaseFiles(version, refs)
-		if err != nil {
+		if _, _, err := served.PushReleaseContext(ctx, "ocp-release:"+version, version, refs); err != nil {
 			return nil, errors.Join(err, r.Close())
 		}
-		img, err := releasetest.BuildImage(files)
-		if err != nil {
-			return nil, errors.Join(err, r.Close())
-		}
-		ref := r.Image("ocp-release", version)
-		if _, err := releasetest.Push(ctx, ref, img, nil); err != nil {
-			return nil, errors.Join(err, r.Close())
-		}
-		r.Releases[version] = ref
+		r.Releases[version] = r.Image("ocp-release", version)
 	}
 	return r, nil
 }
@@ -84,7 +61,5 @@ func (r *Registry) Tag(image string) (string, bool) {
 
 // Close stops the registry.
 func (r *Registry) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return r.server.Shutdown(ctx)
+	return r.registry.Close()
 }

@@ -32,8 +32,8 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
+	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
-	"github.com/hypershift-le/hypershift/support/upsert"
 )
 
 const (
@@ -225,8 +225,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) applier() upsert.Applier {
-	return upsert.Applier{Client: r.Client, FieldOwner: FieldOwner}
+func (r *Reconciler) applier() apply.Applier {
+	return apply.Applier{Client: r.Client, FieldOwner: FieldOwner}
 }
 
 func (r *Reconciler) components() []component.Component {

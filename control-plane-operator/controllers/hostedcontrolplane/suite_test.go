@@ -32,6 +32,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -245,7 +246,7 @@ func (cp *controlPlane) writesSince(t *testing.T, since time.Time) []string {
 	}
 	var writes []string
 	for _, e := range events {
-		if e.User.Username == cp.user && testenv.IsWrite(e) && testenv.Succeeded(e) && e.ObjectRef != nil &&
+		if e.User.Username == cp.user && auditlog.IsWrite(e) && auditlog.Succeeded(e) && e.ObjectRef != nil &&
 			e.ObjectRef.Namespace == cp.namespace && !e.RequestReceivedTimestamp.Time.Before(since) {
 			writes = append(writes, fmt.Sprintf("%s %s/%s %s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Subresource, e.ObjectRef.Name))
 		}

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/upsert"
+	"github.com/hypershift-le/hypershift/support/apply"
 )
 
 // request is the one key this controller reconciles: the whole set.
@@ -64,7 +64,7 @@ func (r *Reconciler) Objects() []client.Object {
 
 // Reconcile applies every object; one that is converged costs no request.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
-	apply := upsert.Applier{Client: r.Client, FieldOwner: r.FieldOwner}
+	apply := apply.Applier{Client: r.Client, FieldOwner: r.FieldOwner}
 	for _, obj := range r.Objects() {
 		applied, err := apply.Apply(ctx, obj)
 		if err != nil {

@@ -23,9 +23,9 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
-	"github.com/hypershift-le/hypershift/support/upsert"
 )
 
 const (
@@ -191,8 +191,8 @@ func earliest(a, b ctrl.Result) ctrl.Result {
 	return a
 }
 
-func (r *Reconciler) applier() upsert.Applier {
-	return upsert.Applier{Client: r.Client, FieldOwner: FieldOwner}
+func (r *Reconciler) applier() apply.Applier {
+	return apply.Applier{Client: r.Client, FieldOwner: FieldOwner}
 }
 
 func (r *Reconciler) now() time.Time {

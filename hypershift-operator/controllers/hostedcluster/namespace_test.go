@@ -26,7 +26,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/testutil"
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // namedNamespace creates a namespace with the given name for the test.
@@ -342,7 +342,7 @@ func checkNoWrites(t *testing.T, user, ns string, since time.Time) {
 	}
 	var writes []auditv1.Event
 	for _, e := range events {
-		if e.User.Username != user || !testenv.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(since) || e.ObjectRef == nil {
+		if e.User.Username != user || !auditlog.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(since) || e.ObjectRef == nil {
 			continue
 		}
 		ref := e.ObjectRef

@@ -20,8 +20,9 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
-	"github.com/hypershift-le/hypershift/hypershift-operator/hotest"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster/hostedclustertest"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -62,9 +63,9 @@ func startStoppableOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hotest.BindClusterRole(t, env.Client, user)
+	hostedclustertest.BindClusterRole(t, env.Client, user)
 
-	return user, hotest.StartOperator(t, cfg, mutate)
+	return user, hostedclustertest.StartOperator(t, cfg, mutate)
 }
 
 // cluster is one HostedCluster under test with its registry.
@@ -199,7 +200,7 @@ func writesBy(t *testing.T, user string, since time.Time, namespaces ...string) 
 	}
 	var out []auditv1.Event
 	for _, e := range events {
-		if e.User.Username != user || !testenv.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(since) || e.ObjectRef == nil {
+		if e.User.Username != user || !auditlog.IsWrite(e) || e.RequestReceivedTimestamp.Time.Before(since) || e.ObjectRef == nil {
 			continue
 		}
 		if len(in) > 0 && !in[e.ObjectRef.Namespace] && (e.ObjectRef.Resource != "namespaces" || !in[e.ObjectRef.Name]) {

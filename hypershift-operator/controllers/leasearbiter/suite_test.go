@@ -16,7 +16,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -33,6 +32,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -68,7 +68,7 @@ func startArbiter(t *testing.T, mutate func(*Reconciler)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bindClusterRole(t, user)
+	testenv.BindClusterRole(t, env.Client, rbac.ClusterRole(), user)
 	cacheOptions := hostedcluster.CacheOptions()
 	AddCacheOptions(&cacheOptions)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -96,24 +96,6 @@ func startArbiter(t *testing.T, mutate func(*Reconciler)) string {
 		}
 	})
 	return user
-}
-
-// bindClusterRole binds the hypershift-operator's ClusterRole, and only it,
-// to user, as `hypershift install` binds the operator's ServiceAccount.
-func bindClusterRole(t *testing.T, user string) {
-	t.Helper()
-	role := rbac.ClusterRole()
-	if err := env.Client.Create(t.Context(), role); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if err := env.Client.Create(t.Context(), binding); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // fence says how a test cluster's fence looks to the controller.
@@ -333,7 +315,7 @@ func leaseWrites(t *testing.T, user, namespace string) []auditv1.Event {
 	}
 	var out []auditv1.Event
 	for _, e := range events {
-		if e.User.Username == user && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == namespace && testenv.IsWrite(e) {
+		if e.User.Username == user && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == namespace && auditlog.IsWrite(e) {
 			out = append(out, e)
 		}
 	}

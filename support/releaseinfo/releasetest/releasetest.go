@@ -1,24 +1,26 @@
 // Package releasetest serves OpenShift release payloads from an in-process
 // container registry on 127.0.0.1 (plain HTTP, optionally behind basic
 // auth), so tests can exercise code that reads release images without any
-// outside network.
+// outside network. NewRegistry serves one test; Start serves a process
+// without a test (the local cluster).
 package releasetest
 
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"path"
 	"sort"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,9 +36,10 @@ const (
 	ReleaseMetadataFile = "release-manifests/release-metadata"
 )
 
-// Registry is a container registry served on 127.0.0.1 for one test.
+// Registry is a container registry served on 127.0.0.1.
 type Registry struct {
-	server     *httptest.Server
+	server     *http.Server
+	host       string
 	user       string
 	password   string
 	middleware []func(http.Handler) http.Handler
@@ -62,9 +65,21 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	}
 }
 
-// NewRegistry starts a registry that is stopped when t ends.
+// NewRegistry starts a registry on a free port that is stopped when t
+// ends.
 func NewRegistry(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
+	r, err := Start("127.0.0.1:0", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// Start serves a registry on address (host:port; port 0 picks a free one)
+// until Close.
+func Start(address string, opts ...Option) (*Registry, error) {
 	r := &Registry{}
 	for _, opt := range opts {
 		opt(r)
@@ -76,14 +91,24 @@ func NewRegistry(t testing.TB, opts ...Option) *Registry {
 	for _, mw := range r.middleware {
 		handler = mw(handler)
 	}
-	r.server = httptest.NewServer(handler)
-	t.Cleanup(r.server.Close)
-	return r
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("failed to listen for the registry on %s: %w", address, err)
+	}
+	r.host = l.Addr().String()
+	r.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.server.Serve(l) }()
+	return r, nil
+}
+
+// Close stops the registry, closing its connections.
+func (r *Registry) Close() error {
+	return r.server.Close()
 }
 
 // Host returns the registry's host:port, e.g. 127.0.0.1:40123.
 func (r *Registry) Host() string {
-	return strings.TrimPrefix(r.server.URL, "http://")
+	return r.host
 }
 
 // DockerConfigJSON returns a kubernetes.io/dockerconfigjson pull secret
@@ -125,24 +150,41 @@ func (r *Registry) PushImage(t testing.TB, repoTag string, files map[string][]by
 // ".wh.<name>" whites out <name> from older layers.
 func (r *Registry) PushLayers(t testing.TB, repoTag string, layers ...map[string][]byte) (pullSpec, digest string) {
 	t.Helper()
-	img, err := BuildImage(layers...)
+	pullSpec, digest, err := r.PushLayersContext(t.Context(), repoTag, layers...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return pullSpec, digest
+}
+
+// PushLayersContext is PushLayers outside a test.
+func (r *Registry) PushLayersContext(ctx context.Context, repoTag string, layers ...map[string][]byte) (pullSpec, digest string, err error) {
+	img, err := BuildImage(layers...)
+	if err != nil {
+		return "", "", err
 	}
 	var auth authn.Authenticator
 	if r.user != "" || r.password != "" {
 		auth = &authn.Basic{Username: r.user, Password: r.password}
 	}
 	ref := r.Host() + "/" + repoTag
-	digest, err = Push(t.Context(), ref, img, auth)
-	if err != nil {
-		t.Fatal(err)
+	if digest, err = Push(ctx, ref, img, auth); err != nil {
+		return "", "", err
 	}
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
-	return parsed.String(), digest
+	return parsed.String(), digest, nil
+}
+
+// PushReleaseContext is PushRelease outside a test.
+func (r *Registry) PushReleaseContext(ctx context.Context, repoTag, version string, components map[string]string) (pullSpec, digest string, err error) {
+	files, err := BuildReleaseFiles(version, components)
+	if err != nil {
+		return "", "", err
+	}
+	return r.PushLayersContext(ctx, repoTag, files)
 }
 
 // ReleaseFiles returns the release-manifests files of a payload: an

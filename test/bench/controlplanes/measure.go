@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // results are what one run measured.
@@ -208,7 +208,7 @@ func (b *bench) countWrites(ctx context.Context, res *results) error {
 	}
 	for _, e := range events {
 		at := e.RequestReceivedTimestamp.Time
-		if !strings.HasSuffix(e.User.Username, ":"+hyperv1.ControlPlaneOperatorName) || !testenv.IsWrite(e) || !testenv.Succeeded(e) ||
+		if !strings.HasSuffix(e.User.Username, ":"+hyperv1.ControlPlaneOperatorName) || !auditlog.IsWrite(e) || !auditlog.Succeeded(e) ||
 			e.ObjectRef == nil || at.Before(from) || at.After(to) {
 			continue
 		}

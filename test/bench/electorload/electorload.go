@@ -31,6 +31,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -305,7 +306,7 @@ func count(events []auditv1.Event, ns string, from, to time.Time) tally {
 		}
 		switch e.Verb {
 		case "create", "update", "patch":
-			if testenv.Succeeded(e) {
+			if auditlog.Succeeded(e) {
 				t.writes++
 				if e.Verb == "create" {
 					t.creates++

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -71,7 +72,7 @@ func renewalsSince(env *testenv.Env, user string, since time.Time) (map[string]t
 	for _, e := range events {
 		t := e.RequestReceivedTimestamp.Time
 		if e.User.Username != user || e.ObjectRef == nil || e.ObjectRef.Resource != "leases" || e.Verb != "update" ||
-			!testenv.Succeeded(e) || t.Before(since) {
+			!auditlog.Succeeded(e) || t.Before(since) {
 			continue
 		}
 		if first, ok := out[e.ObjectRef.Namespace]; !ok || t.Before(first) {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // requests returns one audit event per request, ordered by when the API
@@ -74,14 +74,14 @@ func count(events []auditv1.Event) tally {
 	t := tally{verbs: map[string]int{}, calls: map[string]int{}, failed: map[int32]int{}}
 	for _, e := range events {
 		t.total++
-		if testenv.IsWrite(e) {
+		if auditlog.IsWrite(e) {
 			t.writes++
 		} else {
 			t.reads++
 		}
 		t.verbs[e.Verb]++
 		t.calls[e.Verb+" "+resourceOf(e)]++
-		if e.ResponseStatus != nil && e.ResponseStatus.Code != 0 && !testenv.Succeeded(e) {
+		if e.ResponseStatus != nil && e.ResponseStatus.Code != 0 && !auditlog.Succeeded(e) {
 			t.failed[e.ResponseStatus.Code]++
 		}
 	}

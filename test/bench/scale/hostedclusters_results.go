@@ -10,7 +10,7 @@ import (
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/hypershift-le/hypershift/test/testenv"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // hcResult is what the hostedclusters part measured.
@@ -48,7 +48,7 @@ func (r *hcRun) analyze(all []auditv1.Event) *hcResult {
 	converging := between(ho, r.firstCreate, r.quietStart)
 	res.converging = count(converging)
 	for _, e := range converging {
-		if isElection(e) && testenv.IsWrite(e) {
+		if isElection(e) && auditlog.IsWrite(e) {
 			res.convergingElection++
 		}
 	}
@@ -56,7 +56,7 @@ func (r *hcRun) analyze(all []auditv1.Event) *hcResult {
 	res.quietReqs = count(quiet)
 	for _, e := range quiet {
 		switch {
-		case !testenv.IsWrite(e):
+		case !auditlog.IsWrite(e):
 		case isElection(e):
 			res.quietElection = append(res.quietElection, e)
 		default:
@@ -75,7 +75,7 @@ func (r *hcRun) analyze(all []auditv1.Event) *hcResult {
 	objects := make([]int, len(r.clusters))
 	seen := map[string]bool{}
 	for _, e := range all {
-		if e.ObjectRef == nil || !testenv.Succeeded(e) {
+		if e.ObjectRef == nil || !auditlog.Succeeded(e) {
 			continue
 		}
 		if e.Verb == "create" && e.ObjectRef.Resource == "hostedclusters" && e.ObjectRef.Subresource == "" {
@@ -84,7 +84,7 @@ func (r *hcRun) analyze(all []auditv1.Event) *hcResult {
 			}
 			continue
 		}
-		if e.User.Username != operatorUser || !testenv.IsWrite(e) || e.Verb == "delete" {
+		if e.User.Username != operatorUser || !auditlog.IsWrite(e) || e.Verb == "delete" {
 			continue
 		}
 		key := auditKey(e)

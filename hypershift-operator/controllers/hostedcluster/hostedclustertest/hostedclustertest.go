@@ -1,7 +1,7 @@
-// Package hotest runs the HostedCluster controller inside a test process,
+// Package hostedclustertest runs the HostedCluster controller inside a test process,
 // with the cache and client options the hypershift-operator runs with, so
 // that tests of the controller and of the CLI exercise the same setup.
-package hotest
+package hostedclustertest
 
 import (
 	"context"
@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +23,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 // OperatorNamespace is the namespace a test operator takes as its own.
@@ -75,7 +73,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	var once sync.Once
@@ -96,16 +94,5 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 // ServiceAccount.
 func BindClusterRole(t testing.TB, c client.Client, user string) {
 	t.Helper()
-	role := rbac.ClusterRole()
-	if err := c.Create(t.Context(), role); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if err := c.Create(t.Context(), binding); err != nil {
-		t.Fatal(err)
-	}
+	testenv.BindClusterRole(t, c, rbac.ClusterRole(), user)
 }

@@ -1,0 +1,140 @@
+// Package operatorprocess runs an operator binary as a real process for a
+// test: as a pod would (POD_NAME set) and as a user of its own (a
+// kubeconfig), with its output kept, signals to send (SIGTERM, SIGSTOP,
+// SIGKILL), and its exit code and time recorded. When the test ends the
+// process gets SIGTERM, and SIGKILL if it has not exited 20 seconds later;
+// a failed test logs the end of its output.
+package operatorprocess
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// stopGrace is how long a process gets to exit after SIGTERM at cleanup.
+const stopGrace = 20 * time.Second
+
+// Process is one running operator.
+type Process struct {
+	// Pod is the POD_NAME it runs with: its Lease identity.
+	Pod string
+	cmd *exec.Cmd
+
+	mu     sync.Mutex
+	output bytes.Buffer
+
+	// done is closed once the process has exited and its output is
+	// complete; exitErr and exitedAt are set before.
+	done     chan struct{}
+	exitErr  error
+	exitedAt time.Time
+}
+
+// Start runs binary with args as pod (POD_NAME), with env added to this
+// process's environment, until the test ends.
+func Start(t testing.TB, binary, pod string, args []string, env ...string) *Process {
+	t.Helper()
+	p := &Process{Pod: pod, done: make(chan struct{})}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Env = append(append(os.Environ(), hyperv1.PodNameEnv+"="+pod), env...)
+	// exec copies the output from pipes; Wait returns once the copying is
+	// done, so the output is complete when done is closed.
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		p.mu.Lock()
+		p.exitErr, p.exitedAt = err, time.Now()
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.Signal(syscall.SIGCONT) // a frozen process could not stop
+		_ = p.Signal(syscall.SIGTERM)
+		if !p.Exited(stopGrace) {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", pod, Tail(p.Output(), 4000))
+		}
+	})
+	return p
+}
+
+// Write keeps the process's output.
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.Write(b)
+}
+
+// Output is everything the process wrote so far, stdout and stderr.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+// Signal sends sig to the process; it fails once the process has exited.
+func (p *Process) Signal(sig os.Signal) error {
+	return p.cmd.Process.Signal(sig)
+}
+
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited waits up to timeout for the process to exit.
+func (p *Process) Exited(timeout time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// ExitErr is Wait's error once the process has exited (nil for exit code
+// 0); nil while it runs.
+func (p *Process) ExitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitErr
+}
+
+// ExitedAt is when the process exited; zero while it runs.
+func (p *Process) ExitedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitedAt
+}
+
+// FreeAddress returns a local TCP address nothing listens on now.
+func FreeAddress(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// Tail is the last n bytes of s.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
