@@ -13,14 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
 // FieldOwner is the server-side apply field manager of the CLI.
@@ -72,17 +69,6 @@ func (f *KubeconfigFlags) Namespace() string {
 	return ns
 }
 
-// Scheme knows the Kubernetes, apiextensions and project types.
-func Scheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, hyperv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			panic(fmt.Sprintf("failed to build the scheme: %v", err))
-		}
-	}
-	return scheme
-}
-
 // Client returns a client for the kubeconfig's cluster. It does not
 // contact the cluster.
 func (f *KubeconfigFlags) Client() (client.Client, error) {
@@ -90,7 +76,7 @@ func (f *KubeconfigFlags) Client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, Explain(cfg.Host, err)
 	}

@@ -18,6 +18,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/support/holderpod"
+	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
 // Output formats of `get leaders`.
@@ -101,7 +102,7 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: cli.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return cli.Explain(cfg.Host, err)
 	}

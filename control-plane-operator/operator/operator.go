@@ -12,8 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -25,6 +23,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
 // Options are the control-plane-operator's settings, one per flag.
@@ -112,15 +111,8 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("failed to build the scheme: %w", err)
-	}
-	if err := hyperv1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("failed to build the scheme: %w", err)
-	}
 	opts := ctrl.Options{
-		Scheme: scheme,
+		Scheme: scheme.New(),
 		// The CPO sees only its own namespace, of the HostedControlPlanes in
 		// it only its own, and of its Secrets only those it renders; the
 		// pull secret is read by name past the cache.

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -24,6 +22,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/scheme"
 	"github.com/hypershift-le/hypershift/support/startup"
 )
 
@@ -103,18 +102,6 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewScheme returns the scheme of every type the HO reads or writes.
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := hyperv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return scheme, nil
-}
-
 // Run runs the HO until ctx ends or it loses its Lease. With leader
 // election on, only the holder of the Lease reconciles; the others serve
 // health and metrics and wait. Losing the Lease returns an error, which
@@ -123,14 +110,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return fmt.Errorf("failed to build the scheme: %w", err)
-	}
 	cacheOptions := hostedcluster.CacheOptions()
 	leasearbiter.AddCacheOptions(&cacheOptions)
 	opts := ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 scheme.New(),
 		Cache:                  cacheOptions,
 		Client:                 hostedcluster.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},

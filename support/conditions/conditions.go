@@ -9,13 +9,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Set sets the condition conditionType to True when ok, False otherwise,
-// with reason and message, observed at generation.
-func Set(conditions *[]metav1.Condition, generation int64, conditionType string, ok bool, reason, message string) {
-	status := metav1.ConditionFalse
+// Status is True when ok, False otherwise.
+func Status(ok bool) metav1.ConditionStatus {
 	if ok {
-		status = metav1.ConditionTrue
+		return metav1.ConditionTrue
 	}
+	return metav1.ConditionFalse
+}
+
+// Set sets the condition conditionType to status, with reason and message,
+// observed at generation.
+func Set(conditions *[]metav1.Condition, generation int64, conditionType string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type:               conditionType,
 		Status:             status,

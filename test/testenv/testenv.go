@@ -25,16 +25,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/hypershift-le/hypershift/api/crds"
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
 // Options selects what the test control plane provides beyond the basics.
@@ -94,20 +92,6 @@ type Env struct {
 	waitForServiceAccount bool
 }
 
-// NewScheme returns a scheme with the Kubernetes built-in types, the
-// apiextensions types and the project's types.
-func NewScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, hyperv1.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			panic(fmt.Sprintf("failed to build scheme: %v", err))
-		}
-	}
-	return scheme
-}
-
 // Start starts etcd and kube-apiserver, installs the CRDs (waiting until
 // they are served) and, unless skipped, the admission policies (waiting
 // until they are enforced).
@@ -124,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)
 	}
-	e := &Env{Scheme: NewScheme(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission, auditLogMaxSizeMB: opts.AuditLogMaxSizeMB}
+	e := &Env{Scheme: scheme.New(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission, auditLogMaxSizeMB: opts.AuditLogMaxSizeMB}
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crdList,

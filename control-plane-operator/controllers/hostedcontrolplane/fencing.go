@@ -8,6 +8,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,11 +72,11 @@ func (f *FencedWrites) setCondition(hcp *hyperv1.HostedControlPlane) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.count == 0 {
-		conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, false, "AsExpected",
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, metav1.ConditionFalse, "AsExpected",
 			"The API server refused no write of this control-plane-operator as not the Lease holder")
 		return
 	}
-	conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, true, "WritesRefused",
+	conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, metav1.ConditionTrue, "WritesRefused",
 		fmt.Sprintf("The API server refused %d writes of this control-plane-operator as not the Lease holder; the last: %s", f.count, f.last))
 }
 

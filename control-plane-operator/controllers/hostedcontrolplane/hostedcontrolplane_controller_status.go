@@ -26,7 +26,7 @@ func ComponentAvailable(name string) string {
 func (r *Reconciler) computeStatus(s *scope) {
 	hcp := s.hcp
 	set := func(conditionType string, ok bool, reason, message string) {
-		conditions.Set(&hcp.Status.Conditions, hcp.Generation, conditionType, ok, reason, message)
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, conditionType, conditions.Status(ok), reason, message)
 	}
 	var missingImage *component.MissingImageError
 	switch {

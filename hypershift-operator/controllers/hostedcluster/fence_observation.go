@@ -17,6 +17,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/conditions"
 )
 
 // Fence observation: LeaderFencing=True is not what the HO applied but what
@@ -93,16 +94,16 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 	}
 	state.observed, state.verified = observed, false
 	if r.Probe == nil {
-		setCondition(s.hc, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "The hypershift-operator has no way to probe the fence")
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "The hypershift-operator has no way to probe the fence")
 		return ctrl.Result{}, nil
 	}
 	judged, err := r.Probe.Judge(ctx, s.namespace, fenceProbePod)
 	switch {
 	case err != nil:
-		setCondition(s.hc, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "Failed to probe the fence: "+err.Error())
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "Failed to probe the fence: "+err.Error())
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case judged.Admitted:
-		setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceNotInForce",
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceNotInForce",
 			"The API server admitted a write by a control-plane-operator pod that does not hold Lease "+s.namespace+"/"+hyperv1.ControlPlaneOperatorLeaseName+": the fencing binding is not in force yet")
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case judged.Holder == holder:
@@ -143,13 +144,13 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 	switch {
 	case state.staleSince.IsZero():
 		state.staleSince = now
-		setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceStale", message)
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceStale", message)
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case now.Sub(state.staleSince) < fenceRecheck:
 		return ctrl.Result{RequeueAfter: fenceRecheck - now.Sub(state.staleSince)}, nil
 	case !state.recreated:
 		state.recreated = true
-		setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceStale", message+"; re-creating the fencing binding")
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceStale", message+"; re-creating the fencing binding")
 		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "FenceStale", "RecreateFencingBinding", "%s; re-creating the fencing binding", message)
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(s.namespace)}}
 		if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
@@ -159,7 +160,7 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 	}
 	wedged := message + "; re-creating the fencing binding did not help. Until the kube-apiserver is restarted, the holder's writes are refused: restart the kube-apiserver to clear its cache"
 	before := meta.FindStatusCondition(s.original.Status.Conditions, LeaderFencing)
-	setCondition(s.hc, LeaderFencing, metav1.ConditionFalse, "FenceWedged", wedged)
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceWedged", wedged)
 	if before == nil || before.Reason != "FenceWedged" {
 		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "FenceWedged", "ProbeFence", "%s", wedged)
 	}
@@ -173,7 +174,7 @@ func setFenceVerified(s *scope, holder string) {
 	if holder == "" {
 		message = "The API server refuses every control-plane-operator write until a pod holds Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
 	}
-	setCondition(s.hc, LeaderFencing, metav1.ConditionTrue, "AsExpected", message)
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionTrue, "AsExpected", message)
 }
 
 func holderOf(lease *coordinationv1.Lease) string {

@@ -13,6 +13,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/conditions"
 )
 
 // LeaderFencing is the condition type that says whether the API server
@@ -38,10 +39,10 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 	hc := in.HostedCluster
 	switch {
 	case !r.Fencing.Enabled:
-		setCondition(hc, LeaderFencing, metav1.ConditionFalse, "Disabled", "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder")
+		conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "Disabled", "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder")
 		return r.deleteFencingBinding(ctx, in.Namespace(), render.ClusterKey(hc))
 	case r.Fencing.Unavailable != "":
-		setCondition(hc, LeaderFencing, metav1.ConditionFalse, "Unsupported", r.Fencing.Unavailable)
+		conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "Unsupported", r.Fencing.Unavailable)
 		return nil
 	}
 	// The binding's param exists before the binding and before any CPO
@@ -55,7 +56,7 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 	}
 	if missing, err := r.missingFencingObjects(ctx); err != nil || missing != "" {
 		if missing != "" {
-			setCondition(hc, LeaderFencing, metav1.ConditionFalse, "FencingPolicyMissing",
+			conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "FencingPolicyMissing",
 				"The API server does not fence control-plane-operator writes: "+missing+" does not exist (the hypershift-operator re-creates it)")
 		}
 		return err

@@ -14,6 +14,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/conditions"
 )
 
 // refusalRecheck is how often a HostedCluster refused for a reason outside
@@ -73,7 +74,7 @@ const namespaceGonePoll = 2 * time.Second
 func (r *Reconciler) awaitNamespaceGone(ctx context.Context, s *scope) (ctrl.Result, error) {
 	message := "Control-plane namespace " + s.namespace + " is being deleted; the control plane will be built again once it is gone"
 	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.Available)
-	setCondition(s.hc, hyperv1.Available, metav1.ConditionFalse, "ControlPlaneNamespaceDeleting", message)
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionFalse, "ControlPlaneNamespaceDeleting", message)
 	if before == nil || before.Reason != "ControlPlaneNamespaceDeleting" {
 		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ControlPlaneNamespaceDeleting", "Reconcile", "%s", message)
 	}
@@ -158,9 +159,9 @@ func (r *Reconciler) ownsNamespace(ctx context.Context, s *scope) (bool, error) 
 func (r *Reconciler) refuse(s *scope, refused *refusal) ctrl.Result {
 	hc := s.hc
 	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.ValidConfiguration)
-	setCondition(hc, hyperv1.ValidConfiguration, metav1.ConditionFalse, refused.reason, refused.message)
-	setCondition(hc, hyperv1.Available, metav1.ConditionFalse, refused.reason, refused.message)
-	setCondition(hc, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, refused.reason, refused.message)
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, refused.reason, refused.message)
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, refused.reason, refused.message)
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, refused.reason, refused.message)
 	hc.Status.ControlPlaneOperator = nil
 	if before == nil || before.Reason != refused.reason || before.Message != refused.message {
 		r.Recorder.Eventf(hc, nil, corev1.EventTypeWarning, refused.reason, "Reconcile", "%s", refused.message)

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +16,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -30,16 +30,16 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	hc := s.hc
 	pullSecret, err := r.pullSecret(ctx, hc)
 	if err != nil {
-		setCondition(hc, hyperv1.ValidConfiguration, metav1.ConditionFalse, "PullSecretUnavailable", err.Error())
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "PullSecretUnavailable", err.Error())
 		return ctrl.Result{}, err
 	}
 	release, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
 	if err != nil {
-		setCondition(hc, hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseErrorReason(err),
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseErrorReason(err),
 			fmt.Sprintf("Failed to read release image %s: %v", hc.Spec.Release.Image, err))
 		return ctrl.Result{}, fmt.Errorf("failed to look up release image %s: %w", hc.Spec.Release.Image, err)
 	}
-	setCondition(hc, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
 	s.release = release
 	s.pullSecret = pullSecret
 	return ctrl.Result{}, nil
@@ -100,10 +100,10 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		Election:                  r.Election,
 	}
 	if err := in.Validate(); err != nil {
-		setCondition(s.hc, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", err.Error())
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	setCondition(s.hc, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
 
 	// The manager's client reads Secrets past its cache (ClientOptions)
 	// and every other kind from it.
@@ -182,7 +182,7 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.T
 		message = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
 		result.RequeueAfter = until.Sub(r.now())
 	}
-	setCondition(s.hc, hyperv1.ReconciliationActive, metav1.ConditionFalse, "ReconciliationPaused", message)
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionFalse, "ReconciliationPaused", message)
 	// Even a paused cluster writes into its namespace only if it is its own.
 	if owned, err := r.ownsNamespace(ctx, s); err != nil || !owned {
 		return result, err
@@ -191,22 +191,10 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.T
 }
 
 func (r *Reconciler) setReconciliationSucceeded(s *scope, err error) {
-	setCondition(s.hc, hyperv1.ReconciliationActive, metav1.ConditionTrue, "AsExpected", "Reconciliation is active")
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionTrue, "AsExpected", "Reconciliation is active")
 	if err != nil {
-		setCondition(s.hc, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, "ReconciliationError", err.Error())
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, "ReconciliationError", err.Error())
 		return
 	}
-	setCondition(s.hc, hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, "ReconciliationSucceeded", "Reconciliation completed successfully")
-}
-
-// setCondition sets a condition with the HostedCluster's generation; its
-// lastTransitionTime moves only when its status does.
-func setCondition(hc *hyperv1.HostedCluster, conditionType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&hc.Status.Conditions, metav1.Condition{
-		Type:               conditionType,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: hc.Generation,
-	})
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, "ReconciliationSucceeded", "Reconciliation completed successfully")
 }

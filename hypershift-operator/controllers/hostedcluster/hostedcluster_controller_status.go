@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/conditions"
 )
 
 // maxHistory bounds status.version.history; the oldest entries go first.
@@ -54,7 +55,7 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
 	if lease != nil && r.leases != nil {
 		if silent, duration := r.leases.silent(client.ObjectKeyFromObject(lease)); silent {
-			setCondition(s.hc, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
+			conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
 				fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
 					s.namespace, hyperv1.ControlPlaneOperatorLeaseName, duration))
 		}
@@ -114,15 +115,15 @@ func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane, deplo
 
 	switch {
 	case top.State == configv1.CompletedUpdate:
-		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionFalse, "AsExpected", "Release "+desired.Version+" is rolled out")
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionFalse, "AsExpected", "Release "+desired.Version+" is rolled out")
 	case !operatorRunsIt && applyErr != nil:
-		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "RolloutBlocked",
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, "RolloutBlocked",
 			"Release "+desired.Version+" is not rolled out: the control-plane-operator Deployment cannot be updated: "+applyErr.Error())
 	case !operatorRunsIt:
-		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "ControlPlaneOperatorRollingOut",
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, "ControlPlaneOperatorRollingOut",
 			"Rolling out release "+desired.Version+": the control-plane-operator does not run it yet")
 	default:
-		setCondition(s.hc, hyperv1.Progressing, metav1.ConditionTrue, "RollingOut", "Rolling out release "+desired.Version)
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, "RollingOut", "Rolling out release "+desired.Version)
 	}
 }
 
@@ -149,18 +150,18 @@ func rolledOut(d *appsv1.Deployment, release string) bool {
 // setAvailable mirrors the HostedControlPlane's availability.
 func setAvailable(hc *hyperv1.HostedCluster, hcp *hyperv1.HostedControlPlane) {
 	if hcp == nil {
-		setCondition(hc, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The HostedControlPlane does not exist yet")
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The HostedControlPlane does not exist yet")
 		return
 	}
 	if c := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.Available); c != nil {
-		setCondition(hc, hyperv1.Available, c.Status, c.Reason, c.Message)
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, c.Status, c.Reason, c.Message)
 		return
 	}
 	if hcp.Status.Ready {
-		setCondition(hc, hyperv1.Available, metav1.ConditionTrue, "AsExpected", "The hosted control plane is available")
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionTrue, "AsExpected", "The hosted control plane is available")
 		return
 	}
-	setCondition(hc, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The control-plane-operator has not reported the control plane available yet")
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The control-plane-operator has not reported the control plane available yet")
 }
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
-	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/scheme"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -35,12 +35,8 @@ const OperatorNamespace = "hypershift"
 // changes the reconciler before it starts (its TeardownTimeout is 3s).
 func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Reconciler)) (stop func()) {
 	t.Helper()
-	scheme, err := operator.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 scheme.New(),
 		Cache:                  hostedcluster.CacheOptions(),
 		Client:                 hostedcluster.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
