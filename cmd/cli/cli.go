@@ -69,18 +69,19 @@ func (f *KubeconfigFlags) Namespace() string {
 	return ns
 }
 
-// Client returns a client for the kubeconfig's cluster. It does not
-// contact the cluster.
-func (f *KubeconfigFlags) Client() (client.Client, error) {
+// Connect returns a client for the kubeconfig's cluster, and the
+// configuration it was made from (its Host is what Explain names). It does
+// not contact the cluster.
+func (f *KubeconfigFlags) Connect() (client.Client, *rest.Config, error) {
 	cfg, err := f.RESTConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return nil, Explain(cfg.Host, err)
+		return nil, nil, Explain(cfg.Host, err)
 	}
-	return c, nil
+	return c, cfg, nil
 }
 
 // Explain rewrites a connection failure to the API server at host into a

@@ -158,11 +158,7 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if o.Render {
 		return install.Render(out, "yaml", o.Objects(pullSecret))
 	}
-	cfg, err := o.kube.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := o.kube.Client()
+	c, cfg, err := o.kube.Connect()
 	if err != nil {
 		return err
 	}

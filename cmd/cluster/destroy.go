@@ -56,11 +56,7 @@ too. With --wait, it reports each step until the HostedCluster is gone.`,
 
 // Run deletes the HostedCluster and, with --wait, follows the teardown.
 func (o *DestroyOptions) Run(ctx context.Context, out io.Writer) error {
-	cfg, err := o.kube.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := o.kube.Client()
+	c, cfg, err := o.kube.Connect()
 	if err != nil {
 		return err
 	}

@@ -87,11 +87,7 @@ Running it again changes nothing.`,
 }
 
 func (f *installFlags) run(ctx context.Context, out io.Writer) error {
-	cfg, err := f.kube.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := f.kube.Client()
+	c, cfg, err := f.kube.Connect()
 	if err != nil {
 		return err
 	}

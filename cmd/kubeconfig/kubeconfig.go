@@ -64,11 +64,7 @@ func NewCommand() *cobra.Command {
 
 // Run prints the kubeconfig to out, and what it leaves out to log.
 func (o *Options) Run(ctx context.Context, out, log io.Writer) error {
-	cfg, err := o.kube.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := o.kube.Client()
+	c, cfg, err := o.kube.Connect()
 	if err != nil {
 		return err
 	}

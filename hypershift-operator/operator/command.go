@@ -1,9 +1,10 @@
 package operator
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"k8s.io/client-go/rest"
 
 	"github.com/hypershift-le/hypershift/support/startup"
 )
@@ -11,9 +12,7 @@ import (
 // NewRunCommand returns `hypershift-operator run`.
 func NewRunCommand() *cobra.Command {
 	opts := DefaultOptions()
-	var kubeconfig string
-	var zapOpts *zap.Options
-	cmd := &cobra.Command{
+	return startup.RunCommand(&cobra.Command{
 		Use:   "run",
 		Short: "Run the hypershift-operator",
 		Long: `Run the hypershift-operator: for every HostedCluster it applies the control-plane
@@ -26,23 +25,10 @@ hypershift-operator-leader-elect Lease reconciles; losing the Lease ends the pro
   # Run with shorter control-plane-operator election timings
   hypershift-operator run --cpo-leader-elect-lease-duration=30s \
     --cpo-leader-elect-renew-deadline=20s --cpo-leader-elect-retry-period=5s`,
-		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			startup.SetLogger(zapOpts)
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			restConfig, err := startup.LoadConfig(kubeconfig)
-			if err != nil {
-				return err
-			}
-			ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), ctrl.Log.WithName("hypershift-operator"))
-			return Run(ctx, restConfig, opts)
-		},
-	}
-	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
-	opts.AddFlags(fs)
-	zapOpts = startup.LoggingFlags(fs)
-	return cmd
+	}, startup.Operator{
+		Name:     "hypershift-operator",
+		AddFlags: opts.AddFlags,
+		Validate: func() error { return opts.Validate() },
+		Run:      func(ctx context.Context, restConfig *rest.Config) error { return Run(ctx, restConfig, opts) },
+	})
 }

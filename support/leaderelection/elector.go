@@ -222,11 +222,8 @@ func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (
 
 		case wokeByObservation:
 			c.apply(o)
-			if c.known == nil {
-				return lost("the Lease was deleted")
-			}
-			if h := holderOf(c.known); h != c.e.identity {
-				return lost(fmt.Sprintf("the Lease is now held by %q", h))
+			if why := c.notOurs(); why != "" {
+				return lost(why)
 			}
 
 		case wokeToAct:
@@ -277,11 +274,8 @@ func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error)
 			return done, c.releaseLease(ctx)
 		case wokeByObservation:
 			c.apply(o)
-			if c.known == nil {
-				return lost("the Lease was deleted")
-			}
-			if h := holderOf(c.known); h != c.e.identity {
-				return lost(fmt.Sprintf("the Lease is now held by %q", h))
+			if why := c.notOurs(); why != "" {
+				return lost(why)
 			}
 			// The API server answers again: renew now.
 			c.retryAt = c.e.clock.Now()
@@ -298,6 +292,18 @@ func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error)
 			}
 		}
 	}
+}
+
+// notOurs says why the Lease last observed is no longer this candidate's:
+// deleted or held by another; "" while it is ours.
+func (c *campaign) notOurs() string {
+	if c.known == nil {
+		return "the Lease was deleted"
+	}
+	if h := holderOf(c.known); h != c.e.identity {
+		return fmt.Sprintf("the Lease is now held by %q", h)
+	}
+	return ""
 }
 
 // wakeup is what ended a wait.

@@ -7,8 +7,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -90,4 +92,49 @@ func AwaitAPIServer[T any](ctx context.Context, ask func() (T, error)) (T, error
 		}
 		delay = min(2*delay, 10*time.Second)
 	}
+}
+
+// Operator describes an operator's `run` command for RunCommand.
+type Operator struct {
+	// Name names the logger and the exit message.
+	Name string
+	// AddFlags registers the operator's options.
+	AddFlags func(*pflag.FlagSet)
+	// Validate refuses options the operator must not run with.
+	Validate func() error
+	// Run runs the operator until ctx ends; an error ends the process
+	// with status 1.
+	Run func(ctx context.Context, restConfig *rest.Config) error
+}
+
+// RunCommand completes cmd as an operator's `run` command: --kubeconfig
+// and the logging flags beside the operator's own, and a RunE that sets up
+// logging, validates the options, loads the kubeconfig and runs the
+// operator with a context that ends on SIGTERM or SIGINT. A failure of Run
+// is logged and ends the process with status 1 at once.
+func RunCommand(cmd *cobra.Command, op Operator) *cobra.Command {
+	var kubeconfig string
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; by default $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
+	op.AddFlags(fs)
+	zapOpts := LoggingFlags(fs)
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(_ *cobra.Command, _ []string) error {
+		SetLogger(zapOpts)
+		log := ctrl.Log.WithName(op.Name)
+		if err := op.Validate(); err != nil {
+			return err
+		}
+		restConfig, err := LoadConfig(kubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := op.Run(ctrl.LoggerInto(ctrl.SetupSignalHandler(), log), restConfig); err != nil {
+			log.Error(err, "Exiting: the "+op.Name+" lost or could not hold its Lease, or failed to run")
+			os.Exit(1)
+		}
+		log.Info("Stopped")
+		return nil
+	}
+	return cmd
 }

@@ -81,15 +81,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -113,31 +107,13 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "-samples must be at least 1 and -window positive")
 		return 2
 	}
-	ctrl.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-
 	begun := time.Now()
-	startCtx, startCancel := context.WithTimeout(ctx, 3*time.Minute)
-	env, err := testenv.Start(startCtx, testenv.Options{AuditLog: true})
-	startCancel()
+	ctx, env, done, err := report.Setup(*timeout)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: the API server did not start: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "failed to stop the API server and etcd: %v\n", err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C ends the process at once
-	}()
+	defer done()
 	machine := report.Machine(env)
 	fmt.Printf("machine: %s\n", machine)
 

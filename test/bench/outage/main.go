@@ -27,22 +27,14 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
-
 	"github.com/hypershift-le/hypershift/test/bench/report"
-	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 var (
@@ -65,22 +57,13 @@ func run() int {
 		}
 		outages = append(outages, d)
 	}
-	ctrl.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-
 	begun := time.Now()
-	startCtx, startCancel := context.WithTimeout(ctx, 3*time.Minute)
-	env, err := testenv.Start(startCtx, testenv.Options{AuditLog: true})
-	startCancel()
+	ctx, env, done, err := report.Setup(*timeout)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: the API server did not start: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	defer func() { _ = env.Stop() }()
+	defer done()
 	machine := report.Machine(env)
 	fmt.Printf("machine: %s\n", machine)
 

@@ -60,13 +60,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/go-logr/logr"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hypershift-le/hypershift/test/bench/electorload"
 	"github.com/hypershift-le/hypershift/test/bench/report"
@@ -123,32 +118,14 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	// The controller-runtime client logs nothing this command needs.
-	ctrl.SetLogger(logr.Discard())
-
 	// Ctrl-C and SIGTERM cancel ctx: every part stops what it started, then
 	// the API server and etcd stop. A second signal kills at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-
-	startCtx, startCancel := context.WithTimeout(ctx, 3*time.Minute)
-	env, err := testenv.Start(startCtx, testenv.Options{AuditLog: true})
-	startCancel()
+	ctx, env, done, err := report.Setup(*timeout)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: the API server did not start: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "failed to stop the API server and etcd: %v\n", err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C now ends the process
-	}()
+	defer done()
 
 	machine := report.Machine(env)
 	fmt.Printf("machine: %s\n", machine)
