@@ -56,7 +56,7 @@ func TestCreateRenderGolden(t *testing.T) {
 	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--name=demo", "--namespace=clusters",
 		"--release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`),
 		"--control-plane-availability-policy=HighlyAvailable", "--infra-id=demo-x7k2p", "--cluster-id=0b7d6a6e-4f2b-4c1e-9f7a-3d2c1b0a9e8f",
-		"--external-api-server-address=api.demo.example.com", "--render")
+		"--external-api-server-address=api.demo.example.com", "--render", "--render-sensitive")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestCreateRenderGolden(t *testing.T) {
 }
 
 func TestCreateRefusesBadInput(t *testing.T) {
-	secret := pullSecretFile(t, "{}")
+	secret := pullSecretFile(t, `{"auths":{}}`)
 	tests := []struct {
 		name string
 		args []string
@@ -208,7 +208,7 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 
 	t.Run("when created again, it says the cluster exists", func(t *testing.T) {
 		_, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=demo", "--namespace="+ns,
-			"--release-image="+image, "--pull-secret="+pullSecretFile(t, "{}"))
+			"--release-image="+image, "--pull-secret="+pullSecretFile(t, `{"auths":{}}`))
 		if err == nil || !strings.Contains(err.Error(), "already exists") {
 			t.Fatalf("got %v", err)
 		}
@@ -238,7 +238,7 @@ func TestCreateWaitNamesTheBlocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=lonely", "--namespace=clusters-lonely",
-		"--release-image=quay.io/ocp/release:4.17.0", "--pull-secret="+pullSecretFile(t, "{}"), "--wait", "--timeout=3s")
+		"--release-image=quay.io/ocp/release:4.17.0", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`), "--wait", "--timeout=3s")
 	if err == nil || !strings.Contains(err.Error(), "was not Available within 3s") {
 		t.Fatalf("got %v", err)
 	}

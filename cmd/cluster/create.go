@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -34,7 +36,8 @@ type CreateOptions struct {
 	// ExternalAPIServerAddress is where clients reach the kube-apiserver's
 	// NodePort; empty means the first node's address.
 	ExternalAPIServerAddress string
-	Render, Wait             bool
+	Render, RenderSensitive  bool
+	Wait                     bool
 	Timeout                  time.Duration
 	kube                     cli.KubeconfigFlags
 }
@@ -68,7 +71,8 @@ func NewCreateCommand() *cobra.Command {
 	fs.StringVar(&o.AvailabilityPolicy, "control-plane-availability-policy", string(hyperv1.SingleReplica), "SingleReplica or HighlyAvailable.")
 	fs.StringVar(&o.InfraID, "infra-id", "", "The infrastructure ID; generated from the name when empty.")
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "The cluster ID (a UUID); generated when empty.")
-	fs.BoolVar(&o.Render, "render", false, "Print the objects as YAML instead of creating them.")
+	fs.BoolVar(&o.Render, "render", false, "Print the objects as YAML instead of creating them (without the pull secret unless --render-sensitive).")
+	fs.BoolVar(&o.RenderSensitive, "render-sensitive", false, "With --render, print the pull secret too.")
 	fs.StringVar(&o.ExternalAPIServerAddress, "external-api-server-address", "",
 		"The address (IP or DNS name) clients reach the kube-apiserver's NodePort on; by default the first node's ExternalDNS, ExternalIP or InternalIP address.")
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available and a request with its admin kubeconfig succeeds.")
@@ -88,7 +92,8 @@ func NewCreateCommand() *cobra.Command {
 func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 	infraID := o.InfraID
 	if infraID == "" {
-		infraID = o.Name + "-" + utilrand.String(5)
+		// A DNS label, as infraID must be, from any valid name.
+		infraID = strings.ReplaceAll(o.Name, ".", "-") + "-" + utilrand.String(5)
 	}
 	clusterID := o.ClusterID
 	if clusterID == "" {
@@ -99,7 +104,7 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}},
 		&corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: secretName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: secretName, Labels: map[string]string{hyperv1.SafeToDeleteWithClusterLabel: "true"}},
 			Type:       corev1.SecretTypeDockerConfigJson,
 			Data:       map[string][]byte{corev1.DockerConfigJsonKey: pullSecret},
 		},
@@ -143,6 +148,19 @@ func (o *CreateOptions) validate() error {
 	if strings.TrimSpace(o.Name) == "" || strings.TrimSpace(o.ReleaseImage) == "" {
 		return fmt.Errorf("--name and --release-image must not be empty")
 	}
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		return fmt.Errorf("invalid --namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return fmt.Errorf("invalid --name %q: %s", o.Name, strings.Join(errs, "; "))
+	}
+	if ns := hyperv1.ControlPlaneNamespace(o.Namespace, o.Name); len(ns) > hyperv1.MaxNamespaceLength {
+		return fmt.Errorf("invalid --name %q: its control-plane namespace %s would be %d characters long, more than the %d a namespace name may have; use a name of at most %d characters in namespace %s",
+			o.Name, ns, len(ns), hyperv1.MaxNamespaceLength, hyperv1.MaxNamespaceLength-1-len(o.Namespace), o.Namespace)
+	}
+	if o.Render && o.Wait {
+		return fmt.Errorf("--render prints the objects and creates nothing: it cannot --wait")
+	}
 	return nil
 }
 
@@ -155,8 +173,15 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("failed to read --pull-secret: %w", err)
 	}
+	if err := checkPullSecret(pullSecret); err != nil {
+		return err
+	}
 	if o.Render {
-		return install.Render(out, "yaml", o.Objects(pullSecret))
+		objects := o.Objects(pullSecret)
+		if !o.RenderSensitive {
+			objects = slices.DeleteFunc(objects, func(obj client.Object) bool { _, isSecret := obj.(*corev1.Secret); return isSecret })
+		}
+		return install.Render(out, "yaml", objects)
 	}
 	c, cfg, err := o.kube.Connect()
 	if err != nil {
@@ -170,21 +195,23 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 			return cli.Explain(cfg.Host, err)
 		}
 	}
-	for _, obj := range o.Objects(pullSecret) {
-		kind := obj.GetObjectKind().GroupVersionKind().Kind // Create clears it
-		err := c.Create(ctx, obj)
-		switch {
-		case err == nil:
-			_, _ = fmt.Fprintf(out, "%s %s created\n", kind, key(obj))
-		case apierrors.IsAlreadyExists(err):
-			if _, isCluster := obj.(*hyperv1.HostedCluster); isCluster {
-				return fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(obj))
-			}
-			_, _ = fmt.Fprintf(out, "%s %s exists, left as it is\n", kind, key(obj))
-		default:
-			return cli.Explain(cfg.Host, fmt.Errorf("failed to create %s %s: %w", kind, key(obj), err))
-		}
+	objects := o.Objects(pullSecret)
+	namespace, secret, hc := objects[0].(*corev1.Namespace), objects[1].(*corev1.Secret), objects[2].(*hyperv1.HostedCluster)
+	// The API server judges the HostedCluster before anything is created,
+	// so that a refused one leaves nothing behind.
+	if err := o.dryRun(ctx, c, namespace, hc, out); err != nil {
+		return cli.Explain(cfg.Host, err)
 	}
+	if err := applyPullSecret(ctx, c, secret, out); err != nil {
+		return cli.Explain(cfg.Host, err)
+	}
+	if err := c.Create(ctx, hc); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(hc))
+		}
+		return cli.Explain(cfg.Host, fmt.Errorf("failed to create HostedCluster %s: %w", key(hc), err))
+	}
+	_, _ = fmt.Fprintf(out, "HostedCluster %s created\n", key(hc))
 	if !o.Wait {
 		return nil
 	}
@@ -196,6 +223,41 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		return cli.Explain(cfg.Host, err)
 	}
 	return cli.Explain(cfg.Host, waitKubeconfig(ctx, c, k, o.Timeout, out))
+}
+
+// dryRun has the API server judge the HostedCluster (schema, CEL rules,
+// admission policies) with a server-side dry run, and refuses one that
+// already exists. The HostedCluster's namespace must exist for that: when
+// it does not, it is created first, and deleted again if the HostedCluster
+// is refused.
+func (o *CreateOptions) dryRun(ctx context.Context, c client.Client, namespace *corev1.Namespace, hc *hyperv1.HostedCluster, out io.Writer) error {
+	created := false
+	switch err := c.Create(ctx, namespace); {
+	case err == nil:
+		created = true
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("failed to create namespace %s: %w", namespace.Name, err)
+	}
+	err := c.Create(ctx, hc.DeepCopy(), client.DryRunAll)
+	switch {
+	case err == nil:
+		if created {
+			_, _ = fmt.Fprintf(out, "Namespace %s created\n", namespace.Name)
+		}
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		err = fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(hc))
+	default:
+		err = fmt.Errorf("the API server refused HostedCluster %s: %w", key(hc), err)
+	}
+	if created {
+		// Only the namespace this run created, as it created it.
+		uid := namespace.UID
+		if delErr := c.Delete(ctx, namespace, client.Preconditions{UID: &uid}); delErr != nil && !apierrors.IsNotFound(delErr) {
+			return errors.Join(err, fmt.Errorf("failed to delete namespace %s, created for it: %w", namespace.Name, delErr))
+		}
+	}
+	return err
 }
 
 // checkControlPlaneNamespace refuses, before anything is created, a cluster

@@ -37,7 +37,10 @@ the control-plane-operator removes the components, then the control-plane
 namespace is deleted with everything in it, etcd's persistent volume claims
 among them: the hosted cluster's data goes with the namespace and cannot be
 recovered. The copy of the admin kubeconfig (<name>-admin-kubeconfig) goes
-too. With --wait, it reports each step until the HostedCluster is gone.`,
+too, and so does the pull secret when ` + "`hypershift create cluster`" + ` created it
+(it carries the ` + hyperv1.SafeToDeleteWithClusterLabel + ` label); a pull secret you
+created yourself is left alone. With --wait, it reports each step until the
+HostedCluster is gone.`,
 		Example: `  # Delete and wait for the teardown, reporting each step
   hypershift destroy cluster --name=demo --namespace=clusters --wait --timeout=10m`,
 		Args: cobra.NoArgs,
@@ -73,6 +76,11 @@ func (o *DestroyOptions) Run(ctx context.Context, out io.Writer) error {
 		return cli.Explain(cfg.Host, fmt.Errorf("failed to delete HostedCluster %s: %w", k, err))
 	}
 	_, _ = fmt.Fprintf(out, "HostedCluster %s deleted\n", k)
+	// The teardown does not read the pull secret: the one create cluster
+	// made for this cluster can go now.
+	if err := deletePullSecret(ctx, c, hc, out); err != nil {
+		return cli.Explain(cfg.Host, err)
+	}
 	if !o.Wait {
 		return nil
 	}

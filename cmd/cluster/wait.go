@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -21,11 +22,14 @@ import (
 
 // waitAvailable waits for Available=True, printing which condition blocks.
 func waitAvailable(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
-	err := waitCluster(ctx, c, k, timeout, out, "HostedCluster %s was not Available", func(_ context.Context, hc *hyperv1.HostedCluster) string {
+	err := waitCluster(ctx, c, k, timeout, out, "HostedCluster %s was not Available", func(_ context.Context, hc *hyperv1.HostedCluster) (string, error) {
 		if meta.IsStatusConditionTrue(hc.Status.Conditions, hyperv1.Available) {
-			return ""
+			return "", nil
 		}
-		return blocking(hc)
+		if err := terminal(hc); err != nil {
+			return "", err
+		}
+		return blocking(hc), nil
 	})
 	if err == nil {
 		_, _ = fmt.Fprintf(out, "HostedCluster %s is Available\n", k)
@@ -38,14 +42,17 @@ func waitAvailable(ctx context.Context, c client.Client, k client.ObjectKey, tim
 // prints what check says stands in the way each time that changes.
 // failure is the message, with the cluster's key, when it is not done.
 func waitCluster(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer, failure string,
-	check func(context.Context, *hyperv1.HostedCluster) string) error {
+	check func(context.Context, *hyperv1.HostedCluster) (string, error)) error {
 	last := ""
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		hc := &hyperv1.HostedCluster{}
 		if err := c.Get(ctx, k, hc); err != nil {
 			return false, err
 		}
-		progress := check(ctx, hc)
+		progress, err := check(ctx, hc)
+		if err != nil {
+			return false, err
+		}
 		if progress == "" {
 			return true, nil
 		}
@@ -55,12 +62,46 @@ func waitCluster(ctx context.Context, c client.Client, k client.ObjectKey, timeo
 		}
 		return false, nil
 	})
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err() // interrupted by the user
+	}
 	if wait.Interrupted(err) {
 		// Not a failure to reach the API server: the cluster is not there yet.
 		return fmt.Errorf(failure+" within %s (%s)", k, timeout, last)
 	}
+	var stop *terminalError
+	if errors.As(err, &stop) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf(failure+": %w", k, err)
+	}
+	return nil
+}
+
+// terminalError is a condition that waiting cannot change: the user must
+// act.
+type terminalError struct{ message string }
+
+func (e *terminalError) Error() string { return e.message }
+
+// terminalReasons are the condition reasons the hypershift-operator sets
+// for what only the user can fix; waiting for them to change is pointless.
+var terminalReasons = map[string]bool{
+	"ReleaseImageNotFound":                      true,
+	"ReleaseImageMalformed":                     true,
+	hyperv1.ControlPlaneNamespaceConflictReason: true,
+}
+
+// terminal returns an error naming the condition that stops hc for good,
+// as observed for its current spec (its generation); nil when none does.
+func terminal(hc *hyperv1.HostedCluster) error {
+	for _, t := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage} {
+		cond := meta.FindStatusCondition(hc.Status.Conditions, t)
+		if cond != nil && cond.Status == metav1.ConditionFalse && cond.ObservedGeneration == hc.Generation && terminalReasons[cond.Reason] {
+			return &terminalError{message: fmt.Sprintf("HostedCluster %s/%s cannot become Available until its spec changes: %s=False (%s): %s",
+				hc.Namespace, hc.Name, t, cond.Reason, cond.Message)}
+		}
 	}
 	return nil
 }
@@ -82,10 +123,10 @@ func blocking(hc *hyperv1.HostedCluster) string {
 // the hosted cluster's API with it succeeds.
 func waitKubeconfig(ctx context.Context, c client.Client, k client.ObjectKey, timeout time.Duration, out io.Writer) error {
 	server := ""
-	err := waitCluster(ctx, c, k, timeout, out, "the admin kubeconfig of HostedCluster %s did not work", func(ctx context.Context, hc *hyperv1.HostedCluster) string {
+	err := waitCluster(ctx, c, k, timeout, out, "the admin kubeconfig of HostedCluster %s did not work", func(ctx context.Context, hc *hyperv1.HostedCluster) (string, error) {
 		var progress string
 		server, progress = tryKubeconfig(ctx, c, hc)
-		return progress
+		return progress, nil
 	})
 	if err != nil {
 		return err

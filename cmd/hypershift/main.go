@@ -41,7 +41,13 @@ func newRootCommand() *cobra.Command {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
 	stop()
+	if err != nil && interrupted {
+		// As a shell reports a command ended by SIGINT: 128 + 2.
+		fmt.Fprintln(os.Stderr, "interrupted")
+		os.Exit(130)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error: "+cli.OneLine(err))
 		os.Exit(1)

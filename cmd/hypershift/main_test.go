@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -98,5 +100,56 @@ func TestVersion(t *testing.T) {
 	out, err := exec.CommandContext(t.Context(), binary, "version").Output()
 	if err != nil || !strings.Contains(string(out), "commit") {
 		t.Fatalf("version: %v, %q", err, out)
+	}
+}
+
+// TestInterruptExits130: Ctrl-C (SIGINT) while a command waits on the API
+// server ends it with status 130, as a shell reports a command ended by
+// SIGINT, and one line on stderr.
+func TestInterruptExits130(t *testing.T) {
+	// An API server that accepts connections and never answers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+		}
+	}()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	raw := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://" + l.Addr().String() + "', insecure-skip-tls-verify: true}}]\n" +
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"
+	if err := os.WriteFile(kubeconfig, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), binary, "destroy", "cluster", "--name=x", "--kubeconfig="+kubeconfig, "--request-timeout=2m")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+			t.Fatalf("exit %v, want status 130; stderr:\n%s", err, stderr.String())
+		}
+		if got := strings.TrimSpace(stderr.String()); got != "interrupted" {
+			t.Errorf("stderr %q, want \"interrupted\"", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not end within 10s of SIGINT")
 	}
 }

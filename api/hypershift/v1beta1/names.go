@@ -65,6 +65,12 @@ const (
 	// control-plane-operator reads it to resolve the release.
 	PullSecretName = "pull-secret"
 
+	// SafeToDeleteWithClusterLabel marks a Secret that `hypershift create
+	// cluster` created for a HostedCluster (its pull secret): `create
+	// cluster` run again updates it, `destroy cluster` deletes it. A Secret
+	// without it belongs to the user and is never changed or deleted.
+	SafeToDeleteWithClusterLabel = "hypershift.openshift.io/safe-to-delete-with-cluster"
+
 	// PodNameEnv is the environment variable (downward API metadata.name)
 	// in which both operators, and the hosted components that need it, read
 	// their own pod's name: an operator's leader identity.
