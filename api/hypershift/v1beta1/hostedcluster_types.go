@@ -183,6 +183,10 @@ type ControlPlaneOperatorStatus struct {
 // +kubebuilder:printcolumn:name="Progressing",type="string",JSONPath=".status.conditions[?(@.type==\"Progressing\")].status",description="Whether a rollout is in progress"
 // +kubebuilder:printcolumn:name="Leader",type="string",JSONPath=".status.controlPlaneOperator.holderIdentity",description="Pod holding the control-plane-operator Lease"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Message",type="string",JSONPath=".status.conditions[?(@.type==\"Available\")].message",description="Why the hosted control plane is or is not available"
+// +kubebuilder:printcolumn:name="Reason",type="string",priority=1,JSONPath=".status.conditions[?(@.type==\"Available\")].reason",description="The reason of the Available condition"
+// +kubebuilder:printcolumn:name="Endpoint",type="string",priority=1,JSONPath=".status.controlPlaneEndpoint.host",description="Where the hosted kube-apiserver is reached"
+// +kubebuilder:printcolumn:name="Release",type="string",priority=1,JSONPath=".spec.release.image",description="The release image the cluster runs or rolls out to"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 61",message="metadata.name must be at most 61 characters, so that the control-plane namespace <namespace>-<name> fits in 63"
 type HostedCluster struct {
 	metav1.TypeMeta   `json:",inline"`

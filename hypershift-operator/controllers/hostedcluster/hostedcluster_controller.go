@@ -72,6 +72,9 @@ type Reconciler struct {
 	// kubeconfigs caches the Secrets in which the control-plane-operators
 	// publish their admin kubeconfigs (SetupCaches).
 	kubeconfigs cache.Cache
+	// pullSecrets caches the metadata of Secrets, to hear of the pull
+	// secrets HostedClusters name (SetupCaches).
+	pullSecrets cache.Cache
 }
 
 // scope is what one reconcile of one HostedCluster works with.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,13 +33,18 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	pullSecret, err := r.pullSecret(ctx, hc)
 	if err != nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "PullSecretUnavailable", err.Error())
+		setBlocked(hc, "PullSecretUnavailable", err.Error())
+		r.warnOnChange(s, hyperv1.ValidConfiguration)
 		return ctrl.Result{}, err
 	}
 	release, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
 	if err != nil {
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseErrorReason(err),
-			fmt.Sprintf("Failed to read release image %s: %v", hc.Spec.Release.Image, err))
-		return ctrl.Result{}, fmt.Errorf("failed to look up release image %s: %w", hc.Spec.Release.Image, err)
+		// The error names the image already: one sentence, no repeated
+		// prefix.
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseErrorReason(err), upperFirst(err.Error()))
+		setBlocked(hc, releaseErrorReason(err), upperFirst(err.Error()))
+		r.warnOnChange(s, hyperv1.ValidReleaseImage)
+		return ctrl.Result{}, err
 	}
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
 	s.release = release
@@ -61,6 +68,42 @@ func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) 
 		return nil, fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)
 	}
 	return data, nil
+}
+
+// warnOnChange records a Warning event with the reason and message of the
+// False condition conditionType when they differ from what the pass
+// started with: once per change, not once per retry.
+func (r *Reconciler) warnOnChange(s *scope, conditionType string) {
+	now := meta.FindStatusCondition(s.hc.Status.Conditions, conditionType)
+	if now == nil || now.Status != metav1.ConditionFalse {
+		return
+	}
+	if before := meta.FindStatusCondition(s.original.Status.Conditions, conditionType); before != nil &&
+		before.Status == now.Status && before.Reason == now.Reason && before.Message == now.Message {
+		return
+	}
+	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, now.Reason, "Reconcile", "%s", now.Message)
+}
+
+// setBlocked reports, on a HostedCluster whose control plane does not
+// run yet (Available is not True), why it cannot start: Available and
+// Progressing False with the failing phase's reason and message, so that
+// `kubectl get hc` shows it. A control plane that is Available keeps
+// running and keeps its condition; ReconciliationSucceeded says what failed.
+func setBlocked(hc *hyperv1.HostedCluster, reason, message string) {
+	if meta.IsStatusConditionTrue(hc.Status.Conditions, hyperv1.Available) {
+		return
+	}
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, reason, message)
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Progressing, metav1.ConditionFalse, reason, message)
+}
+
+// upperFirst starts a message with a capital, as condition messages do.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func releaseErrorReason(err error) string {

@@ -7,6 +7,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,7 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 		lease = nil
 	}
 	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
+	r.reportNewLeader(s)
 	if lease != nil && r.leases != nil {
 		if silent, duration := r.leases.silent(client.ObjectKeyFromObject(lease)); silent {
 			conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
@@ -61,6 +63,20 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 		}
 	}
 	return r.observeFencing(ctx, s, lease)
+}
+
+// reportNewLeader records an event when the Lease names a holder other
+// than the one status showed: what SREs grep for ("became leader").
+func (r *Reconciler) reportNewLeader(s *scope) {
+	now := s.hc.Status.ControlPlaneOperator
+	if now == nil || now.HolderIdentity == "" {
+		return
+	}
+	if before := s.original.Status.ControlPlaneOperator; before != nil && before.HolderIdentity == now.HolderIdentity {
+		return
+	}
+	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, "LeaderElected", "Elect",
+		"control-plane-operator %s became leader (Lease %s/%s, %d transitions)", now.HolderIdentity, s.namespace, hyperv1.ControlPlaneOperatorLeaseName, now.LeaseTransitions)
 }
 
 // leaderStatus is what status shows of the Lease: only what changes with

@@ -66,16 +66,23 @@ func ClientOptions() client.Options {
 const controlPlaneNamespaceIndex = "controlPlaneNamespace"
 
 // SetupCaches registers what the controller reads and that outlives its
-// terms, once per process, before the manager starts: the index of
-// HostedClusters by control-plane namespace, and the cache of the Secrets
-// in which the control-plane-operators publish their admin kubeconfigs,
-// which runs on every replica, as the manager's cache does.
+// terms, once per process, before the manager starts: the indexes of
+// HostedClusters by control-plane namespace and by pull secret, the cache
+// of the Secrets in which the control-plane-operators publish their admin
+// kubeconfigs, and the cache of Secrets' metadata that tells of pull
+// secrets; both caches run on every replica, as the manager's cache does.
 func (r *Reconciler) SetupCaches(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &hyperv1.HostedCluster{}, controlPlaneNamespaceIndex, func(obj client.Object) []string {
 		return []string{hyperv1.ControlPlaneNamespace(obj.GetNamespace(), obj.GetName())}
 	})
 	if err != nil {
 		return fmt.Errorf("failed to index HostedClusters by control-plane namespace: %w", err)
+	}
+	if err := indexPullSecrets(ctx, mgr); err != nil {
+		return err
+	}
+	if r.pullSecrets, err = pullSecretSources(mgr); err != nil {
+		return err
 	}
 	r.kubeconfigs, err = kubeconfigSources(mgr)
 	return err
@@ -84,7 +91,7 @@ func (r *Reconciler) SetupCaches(ctx context.Context, mgr ctrl.Manager) error {
 // SetupWithManager registers the controller and its watches (SetupCaches
 // must have run on the process's manager).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.kubeconfigs == nil {
+	if r.kubeconfigs == nil || r.pullSecrets == nil {
 		return errors.New("the HostedCluster controller's caches are not set up: call SetupCaches first")
 	}
 	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.Election.LeaseDuration, requests: r.clusterFromLease}
@@ -109,6 +116,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&coordinationv1.Lease{}, r.leases.handler()).
 		// A re-issued admin kubeconfig is copied again.
 		WatchesRawSource(source.Kind(r.kubeconfigs, client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
+		// A pull secret that appears or changes is read and copied again.
+		WatchesRawSource(r.pullSecretSource()).
 		Complete(r)
 }
 

@@ -1,6 +1,7 @@
 package hostedcluster_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,8 +11,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,6 +87,27 @@ func TestLeaderStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitLeader(t, c, "control-plane-operator-6d9f7-fghij", 1)
+		for _, pod := range []string{"control-plane-operator-6d9f7-abcde", "control-plane-operator-6d9f7-fghij"} {
+			awaitEvent(t, c.hc, corev1.EventTypeNormal, "LeaderElected", "control-plane-operator "+pod+" became leader")
+		}
+	})
+}
+
+// awaitEvent waits for an event on hc of type eventType and reason whose
+// note contains says.
+func awaitEvent(t *testing.T, hc *hyperv1.HostedCluster, eventType, reason, says string) {
+	t.Helper()
+	testutil.Eventually(t, converge, func() error {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(t.Context(), list, client.InNamespace(hc.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == hc.Name && e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, says) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event %s saying %q among %d", eventType, reason, says, len(list.Items))
 	})
 }
 
@@ -189,4 +214,92 @@ func TestBadReleaseImage(t *testing.T) {
 	if d.Spec.Template.Spec.Containers[0].Image != runningImage {
 		t.Errorf("the CPO image changed to %s", d.Spec.Template.Spec.Containers[0].Image)
 	}
+}
+
+// TestANewClusterThatCannotStartSaysWhy: a HostedCluster whose release
+// image does not exist, or whose pull secret is missing, never ran: its
+// Available and Progressing conditions (what `kubectl get hc` shows) are
+// False with the cause, in one sentence that names the image once.
+func TestANewClusterThatCannotStartSaysWhy(t *testing.T) {
+	startOperator(t, nil)
+	tests := []struct {
+		name, reason, says string
+		mutate             func(c *cluster) func(*hyperv1.HostedCluster)
+	}{
+		{name: "when the release image does not exist", reason: "ReleaseImageNotFound", says: "does-not-exist",
+			mutate: func(c *cluster) func(*hyperv1.HostedCluster) {
+				return func(hc *hyperv1.HostedCluster) {
+					hc.Spec.Release.Image = c.registry.Host() + "/ocp-release:does-not-exist"
+				}
+			}},
+		{name: "when the pull secret is missing", reason: "PullSecretUnavailable", says: "pull secret",
+			mutate: func(*cluster) func(*hyperv1.HostedCluster) {
+				return func(hc *hyperv1.HostedCluster) { hc.Spec.PullSecret.Name = "nowhere" }
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &cluster{registry: releasetest.NewRegistry(t)}
+			c = newClusterIn(t, env.Namespace(t), "blocked", "4.17.0", tt.mutate(c))
+			testutil.Eventually(t, converge, func() error {
+				hc := c.get(t)
+				for _, ct := range []string{hyperv1.Available, hyperv1.Progressing} {
+					cond := meta.FindStatusCondition(hc.Status.Conditions, ct)
+					if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != tt.reason || !strings.Contains(cond.Message, tt.says) {
+						return fmt.Errorf("%s = %+v", ct, cond)
+					}
+					if n := strings.Count(strings.ToLower(cond.Message), "read release image"); n > 1 {
+						return fmt.Errorf("%s's message repeats itself: %s", ct, cond.Message)
+					}
+				}
+				return nil
+			})
+			// What `kubectl get hc` (and -o wide) prints: the API server's
+			// table, from the CRD's printer columns.
+			table := hostedClusterTable(t, c.hc.Namespace, c.hc.Name)
+			columns := map[string]int32{}
+			message := ""
+			for i, col := range table.ColumnDefinitions {
+				columns[col.Name] = col.Priority
+				if col.Name == "Message" && len(table.Rows) == 1 {
+					message, _ = table.Rows[0].Cells[i].(string)
+				}
+			}
+			for name, priority := range map[string]int32{"Available": 0, "Progressing": 0, "Message": 0, "Reason": 1, "Endpoint": 1, "Release": 1} {
+				if p, ok := columns[name]; !ok || p != priority {
+					t.Errorf("column %s: priority %d present %t, want priority %d", name, p, ok, priority)
+				}
+			}
+			if !strings.Contains(message, tt.says) {
+				t.Errorf("the MESSAGE column is %q, want it to say %q", message, tt.says)
+			}
+			awaitEvent(t, c.hc, corev1.EventTypeWarning, tt.reason, tt.says)
+		})
+	}
+}
+
+// hostedClusterTable asks the API server for a HostedCluster as kubectl
+// does, as a Table.
+func hostedClusterTable(t *testing.T, namespace, name string) *metav1.Table {
+	t.Helper()
+	httpClient, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := strings.TrimSuffix(env.Config.Host, "/") + "/apis/hypershift.openshift.io/v1beta1/namespaces/" + namespace + "/hostedclusters/" + name
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	table := &metav1.Table{}
+	if err := json.NewDecoder(resp.Body).Decode(table); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s as a Table: %s, %v", url, resp.Status, err)
+	}
+	return table
 }

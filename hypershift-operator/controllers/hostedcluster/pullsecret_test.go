@@ -1,0 +1,93 @@
+package hostedcluster_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/testutil"
+)
+
+// awaitBackoff returns just after user's latest read of Secret ns/name, once
+// that read came at least gap after the one before (the audit log shows
+// the reads).
+func awaitBackoff(t *testing.T, user, ns, name string, gap time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		events, err := env.AuditEvents()
+		if err != nil {
+			return err
+		}
+		var reads []time.Time
+		for _, e := range events {
+			if e.User.Username == user && e.Verb == "get" && e.ObjectRef != nil && e.ObjectRef.Resource == "secrets" &&
+				e.ObjectRef.Namespace == ns && e.ObjectRef.Name == name {
+				reads = append(reads, e.RequestReceivedTimestamp.Time)
+			}
+		}
+		if n := len(reads); n >= 2 && reads[n-1].Sub(reads[n-2]) >= gap && time.Since(reads[n-1]) < time.Second {
+			return nil
+		}
+		return fmt.Errorf("%d reads, no retry %s after the one before it in the last second", len(reads), gap)
+	})
+}
+
+// TestPullSecretsAreWatched: a pull secret created after its
+// HostedCluster, once the HO's error backoff has grown past several
+// seconds, is picked up within seconds; a changed pull secret is copied
+// into the control-plane namespace within seconds, with nothing else to
+// trigger a reconcile.
+func TestPullSecretsAreWatched(t *testing.T) {
+	ho := startOperator(t, nil)
+	c := newCluster(t, "4.17.0", func(hc *hyperv1.HostedCluster) { hc.Spec.PullSecret.Name = "late-pull-secret" })
+	testutil.Eventually(t, converge, func() error {
+		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidConfiguration)
+		if cond == nil || cond.Reason != "PullSecretUnavailable" {
+			return fmt.Errorf("ValidConfiguration = %+v", cond)
+		}
+		return nil
+	})
+	// Create the Secret just after a retry that came 5s or more after the
+	// one before: the backoff's next retry is then 10s or more away.
+	awaitBackoff(t, ho, c.hc.Namespace, "late-pull-secret", 5*time.Second)
+	late := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.hc.Namespace, Name: "late-pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: c.registry.DockerConfigJSON("user", "first")},
+	}
+	if err := env.Client.Create(t.Context(), late); err != nil {
+		t.Fatal(err)
+	}
+	copyOf := func() []byte {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: hyperv1.PullSecretName}, s); err != nil {
+			return nil
+		}
+		return s.Data[corev1.DockerConfigJsonKey]
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := copyOf(); !bytes.Equal(got, late.Data[corev1.DockerConfigJsonKey]) {
+			return fmt.Errorf("the pull secret copy is %q", got)
+		}
+		return nil
+	})
+
+	awaitControlPlane(t, c)
+	late.Data[corev1.DockerConfigJsonKey] = c.registry.DockerConfigJSON("user", "second")
+	if err := env.Client.Update(t.Context(), late); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := copyOf(); !bytes.Equal(got, late.Data[corev1.DockerConfigJsonKey]) {
+			return fmt.Errorf("the pull secret copy is still %q", got)
+		}
+		return nil
+	})
+}
