@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/test/auditlog"
@@ -75,7 +76,8 @@ func TestVersionGuard(t *testing.T) {
 		t.Errorf("the log does not say why it writes nothing:\n%s", operatorprocess.Tail(stale.Output(), 2000))
 	}
 	body := scrape(t, metricsAddr)
-	for _, want := range []string{"control_plane_operator_release_image_mismatch 1", "control_plane_operator_leader 1"} {
+	for _, want := range []string{"control_plane_operator_release_image_mismatch 1", `hypershift_leader_election_is_leader{lease="` + cp.namespace + `/` + hyperv1.ControlPlaneOperatorLeaseName + `"} 1`,
+		`leader_election_master_status{name="` + cp.namespace + `/` + hyperv1.ControlPlaneOperatorLeaseName + `"} 1`} {
 		if !hasMetric(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}
@@ -104,7 +106,7 @@ func TestStandbyServesAndWritesNothing(t *testing.T) {
 			t.Errorf("the standby's %s answers %s: readiness must not wait for leadership", path, resp.Status)
 		}
 	}
-	if body := scrape(t, metricsAddr); !hasMetric(body, "control_plane_operator_leader 0") {
+	if body := scrape(t, metricsAddr); !hasMetric(body, `hypershift_leader_election_is_leader{lease="`+cp.namespace+`/`+hyperv1.ControlPlaneOperatorLeaseName+`"} 0`) {
 		t.Error("the standby's leader gauge is not 0")
 	}
 	if w := successfulWrites(t, cp.namespace, standby.user); len(w) != 0 {

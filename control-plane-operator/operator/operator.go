@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -94,16 +92,6 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// leaderGauge is 1 on the replica that holds the Lease, 0 elsewhere.
-var leaderGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-	Name: "control_plane_operator_leader",
-	Help: "1 while this control-plane-operator holds the Lease and runs its controllers, 0 otherwise.",
-})
-
-func init() {
-	metrics.Registry.MustRegister(leaderGauge)
-}
-
 // Run runs the CPO until ctx ends or it loses the Lease. A standby serves
 // health and metrics and starts no writing controller. Losing the Lease
 // returns an error, which must end the process at once.
@@ -129,7 +117,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	identity := elector.Identity()
 	log := ctrl.LoggerFrom(ctx)
 	if err := mgr.Add(leaderRunnable{log: log.Info, identity: identity}); err != nil {
-		return fmt.Errorf("failed to add the leader gauge: %w", err)
+		return fmt.Errorf("failed to add the leader's log: %w", err)
 	}
 	fenced := &hostedcontrolplane.FencedWrites{}
 	reconciler := &hostedcontrolplane.Reconciler{
@@ -153,8 +141,8 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	return nil
 }
 
-// leaderRunnable runs only on the Lease holder: it marks the leader gauge
-// and logs that this replica now acts.
+// leaderRunnable runs only on the Lease holder: it logs that this replica
+// now acts (hypershift_leader_election_is_leader says so in the metrics).
 type leaderRunnable struct {
 	log      func(msg string, keysAndValues ...any)
 	identity string
@@ -165,9 +153,7 @@ var _ manager.LeaderElectionRunnable = leaderRunnable{}
 func (l leaderRunnable) NeedLeaderElection() bool { return true }
 
 func (l leaderRunnable) Start(ctx context.Context) error {
-	leaderGauge.Set(1)
 	l.log("Acquired the Lease; running the controllers", "identity", l.identity)
 	<-ctx.Done()
-	leaderGauge.Set(0)
 	return nil
 }

@@ -80,7 +80,9 @@ type Status struct {
 	// LastRenew is when the last successful acquisition or renewal by this
 	// candidate started; zero before the first.
 	LastRenew time.Time
-	// Transitions counts the holder changes this candidate saw.
+	// Transitions counts the changes of the holder from one candidate to
+	// another this candidate witnessed: not its first sighting, not a
+	// release (a holder of ""), not the first holder of a Lease nobody held.
 	Transitions int
 }
 
@@ -368,6 +370,8 @@ type campaign struct {
 	// at confirmedAt, before a takeover (see confirmExpiry).
 	confirmedRV string
 	confirmedAt time.Time
+	// lastHolder is the last non-empty holder seen, for Transitions.
+	lastHolder string
 	// refused is true when the last failed renewal was refused by the API
 	// server (a 403, say), not left unanswered (a transport error, a
 	// timeout, a 5xx): only a refusal ends a holding at the renew deadline;
@@ -437,13 +441,16 @@ func (c *campaign) apply(o observation) {
 	c.retryAt = time.Time{}
 	holder := holderOf(c.known)
 	c.e.mu.Lock()
-	if holder != previous {
+	if holder != "" && c.lastHolder != "" && holder != c.lastHolder {
 		c.e.status.Transitions++
 	}
 	c.e.status.Holder = holder
 	c.e.mu.Unlock()
+	if holder != "" {
+		c.lastHolder = holder
+	}
 	if holder != previous {
-		c.e.log.V(1).Info("The Lease's holder changed", "from", previous, "to", holder)
+		c.e.log.Info("The Lease's holder changed", "from", previous, "to", holder)
 	}
 }
 
@@ -479,7 +486,12 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 	} else {
 		lease := c.known.DeepCopy()
 		if holderOf(lease) != c.e.identity {
-			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+			// A Lease created empty (the hypershift-operator creates the
+			// CPO's) and never held has no acquireTime: taking it is the
+			// first holding, not a transition.
+			if holderOf(lease) != "" || lease.Spec.AcquireTime != nil {
+				lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+			}
 			lease.Spec.AcquireTime = &now
 		}
 		lease.Spec.HolderIdentity = ptr.To(c.e.identity)

@@ -243,7 +243,14 @@ func (electorsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func registerMetrics(e *Elector) {
-	electors.once.Do(func() { metrics.Registry.MustRegister(electorsCollector{}) })
+	electors.once.Do(func() {
+		// controller-runtime registers leader_election_master_status for
+		// its own election, which NewManager turns off, so it would stay
+		// unset: the electors report it instead. Unregister matches by
+		// the metric's name.
+		metrics.Registry.Unregister(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "leader_election_master_status", Help: "-"}, []string{"name"}))
+		metrics.Registry.MustRegister(electorsCollector{})
+	})
 	electors.Lock()
 	defer electors.Unlock()
 	electors.set[e] = struct{}{}

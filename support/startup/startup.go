@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,12 +23,17 @@ import (
 // LoggingFlags registers controller-runtime's zap flags (--zap-devel,
 // --zap-log-level, ...) on fs and returns the options they fill.
 func LoggingFlags(fs *pflag.FlagSet) *zap.Options {
-	opts := &zap.Options{}
+	// Timestamps in RFC 3339 with milliseconds, unless --zap-time-encoding
+	// says otherwise.
+	opts := &zap.Options{TimeEncoder: zapcore.TimeEncoderOfLayout(TimeLayout)}
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.BindFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)
 	return opts
 }
+
+// TimeLayout is the operators' log timestamp: RFC 3339 with milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // SetLogger installs the logger the flags describe: structured JSON unless
 // --zap-devel.

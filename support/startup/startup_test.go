@@ -1,12 +1,17 @@
 package startup
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -35,5 +40,27 @@ func TestLoggingFlags(t *testing.T) {
 	}
 	if !opts.Development {
 		t.Fatal("--zap-devel did not reach the options")
+	}
+}
+
+// TestLogTimestampsHaveMilliseconds: a log line's timestamp is RFC 3339
+// with milliseconds, not whole seconds.
+func TestLogTimestampsHaveMilliseconds(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	opts := LoggingFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	opts.DestWriter = &buf
+	zap.New(zap.UseFlagOptions(opts)).Info("hello")
+	var line struct {
+		TS string `json:"ts"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("not a JSON log line: %q", buf.String())
+	}
+	if _, err := time.Parse(TimeLayout, line.TS); err != nil || !regexp.MustCompile(`T\d\d:\d\d:\d\d\.\d{3}`).MatchString(line.TS) {
+		t.Errorf("timestamp %q is not RFC 3339 with milliseconds (%v)", line.TS, err)
 	}
 }
