@@ -3,6 +3,7 @@ package leasearbiter
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -58,6 +59,11 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	holders holders
+	// released maps a Lease to the resourceVersion this arbiter released:
+	// until the cache shows the write, a reconcile (another pod event, say)
+	// still reads that version and must not write again, even if only to
+	// be refused with a 409.
+	released sync.Map
 
 	// beforeRelease, in tests, runs between the read that named the gone
 	// holder and the write that releases the Lease.
@@ -70,9 +76,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	lease := &coordinationv1.Lease{}
 	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
 		r.holders.forget(req.NamespacedName)
+		r.released.Delete(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if rv, ok := r.released.Load(req.NamespacedName); ok {
+		if rv == lease.ResourceVersion {
+			return ctrl.Result{}, nil // released already; the cache is behind
+		}
+		r.released.Delete(req.NamespacedName)
+	}
 	if holder == "" {
 		r.holders.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
@@ -153,6 +166,7 @@ func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lea
 		return ctrl.Result{}, fmt.Errorf("failed to release Lease %s/%s: %w", lease.Namespace, lease.Name, err)
 	}
 	r.holders.forget(client.ObjectKeyFromObject(lease))
+	r.released.Store(client.ObjectKeyFromObject(lease), lease.ResourceVersion)
 	log.Info("Released the Lease: its holder's pod is gone", "holder", holder, "reason", verdict.Reason)
 	r.Recorder.Eventf(hc, nil, corev1.EventTypeNormal, "LeaseReleased", "ReleaseLease",
 		"Lease released for %s: pod gone (%s)", holder, verdict.Reason)
