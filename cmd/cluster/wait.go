@@ -88,8 +88,8 @@ func (e *terminalError) Error() string { return e.message }
 // terminalReasons are the condition reasons the hypershift-operator sets
 // for what only the user can fix; waiting for them to change is pointless.
 var terminalReasons = map[string]bool{
-	"ReleaseImageNotFound":                      true,
-	"ReleaseImageMalformed":                     true,
+	hyperv1.ReleaseImageNotFoundReason:          true,
+	hyperv1.ReleaseImageMalformedReason:         true,
 	hyperv1.ControlPlaneNamespaceConflictReason: true,
 }
 

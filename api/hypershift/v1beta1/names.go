@@ -131,6 +131,22 @@ func ControlPlaneNamespace(namespace, name string) string {
 	return namespace + "-" + strings.ReplaceAll(name, ".", "-")
 }
 
+// Reasons of ValidReleaseImage=False (and of Available and Progressing
+// while the cluster has not started), by what reading the release payload
+// met. The hypershift-operator sets them; `hypershift create cluster
+// --wait` stops at once on the ones only the user can fix (not found,
+// malformed).
+const (
+	ReleaseImageNotFoundReason     = "ReleaseImageNotFound"
+	ReleaseImageMalformedReason    = "ReleaseImageMalformed"
+	ReleaseImageUnauthorizedReason = "ReleaseImageUnauthorized"
+	ReleaseImageUnreachableReason  = "ReleaseImageUnreachable"
+	ReleaseImageUnavailableReason  = "ReleaseImageUnavailable"
+	// PullSecretUnavailableReason is the reason of ValidConfiguration=False
+	// when the HostedCluster's pull secret cannot be read.
+	PullSecretUnavailableReason = "PullSecretUnavailable"
+)
+
 // ControlPlaneNamespaceConflictReason is the reason of ValidConfiguration=False
 // when a HostedCluster's control-plane namespace belongs to someone else.
 const ControlPlaneNamespaceConflictReason = "ControlPlaneNamespaceConflict"

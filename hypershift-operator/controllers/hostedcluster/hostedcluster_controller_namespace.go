@@ -158,13 +158,10 @@ func (r *Reconciler) ownsNamespace(ctx context.Context, s *scope) (bool, error) 
 // refuse reports a refusal in status, and in an event when it is new.
 func (r *Reconciler) refuse(s *scope, refused *refusal) ctrl.Result {
 	hc := s.hc
-	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.ValidConfiguration)
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, refused.reason, refused.message)
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, refused.reason, refused.message)
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, refused.reason, refused.message)
 	hc.Status.ControlPlaneOperator = nil
-	if before == nil || before.Reason != refused.reason || before.Message != refused.message {
-		r.Recorder.Eventf(hc, nil, corev1.EventTypeWarning, refused.reason, "Reconcile", "%s", refused.message)
-	}
+	r.warnOnChange(s, hyperv1.ValidConfiguration)
 	return ctrl.Result{RequeueAfter: refusalRecheck}
 }

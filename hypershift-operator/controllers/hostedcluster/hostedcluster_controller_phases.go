@@ -32,8 +32,8 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	hc := s.hc
 	pullSecret, err := r.pullSecret(ctx, hc)
 	if err != nil {
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "PullSecretUnavailable", err.Error())
-		setBlocked(hc, "PullSecretUnavailable", err.Error())
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, hyperv1.PullSecretUnavailableReason, err.Error())
+		setBlocked(hc, hyperv1.PullSecretUnavailableReason, err.Error())
 		r.warnOnChange(s, hyperv1.ValidConfiguration)
 		return ctrl.Result{}, err
 	}
@@ -109,15 +109,15 @@ func upperFirst(s string) string {
 func releaseErrorReason(err error) string {
 	switch {
 	case errors.Is(err, releaseinfo.ErrUnauthorized):
-		return "ReleaseImageUnauthorized"
+		return hyperv1.ReleaseImageUnauthorizedReason
 	case errors.Is(err, releaseinfo.ErrNotFound):
-		return "ReleaseImageNotFound"
+		return hyperv1.ReleaseImageNotFoundReason
 	case errors.Is(err, releaseinfo.ErrMalformed):
-		return "ReleaseImageMalformed"
+		return hyperv1.ReleaseImageMalformedReason
 	case errors.Is(err, releaseinfo.ErrUnreachable):
-		return "ReleaseImageUnreachable"
+		return hyperv1.ReleaseImageUnreachableReason
 	}
-	return "ReleaseImageUnavailable"
+	return hyperv1.ReleaseImageUnavailableReason
 }
 
 // controlPlaneOperatorImage picks the CPO image: the annotation, else the
