@@ -207,7 +207,7 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	}
 	if err := c.Create(ctx, hc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(hc))
+			return alreadyExists(hc)
 		}
 		return cli.Explain(cfg.Host, fmt.Errorf("failed to create HostedCluster %s: %w", key(hc), err))
 	}
@@ -246,7 +246,7 @@ func (o *CreateOptions) dryRun(ctx context.Context, c client.Client, namespace *
 		}
 		return nil
 	case apierrors.IsAlreadyExists(err):
-		err = fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(hc))
+		err = alreadyExists(hc)
 	default:
 		err = fmt.Errorf("the API server refused HostedCluster %s: %w", key(hc), err)
 	}
@@ -296,4 +296,9 @@ func key(obj client.Object) string {
 		return obj.GetName()
 	}
 	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// alreadyExists is the error for a HostedCluster of that name that exists.
+func alreadyExists(hc *hyperv1.HostedCluster) error {
+	return fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(hc))
 }

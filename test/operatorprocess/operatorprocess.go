@@ -8,7 +8,6 @@ package operatorprocess
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 )
 
 // stopGrace is how long a process gets to exit after SIGTERM at cleanup.
@@ -120,15 +120,11 @@ func (p *Process) ExitedAt() time.Time {
 	return p.exitedAt
 }
 
-// FreeAddress returns a local TCP address nothing listens on now.
+// FreeAddress returns a local TCP address nothing listens on now, for an
+// operator to bind its probes to.
 func FreeAddress(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return releasetest.UnreachableHost(t)
 }
 
 // Tail is the last n bytes of s.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
 // controllerManagerControllers are the kube-controller-manager controllers
@@ -74,7 +76,7 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 	select {
 	case <-exited:
 		log, _ := os.ReadFile(logFile.Name())
-		return errors.Join(fmt.Errorf("kube-controller-manager exited at start: %w", waitErr), errors.New(tail(string(log), 2000)))
+		return errors.Join(fmt.Errorf("kube-controller-manager exited at start: %w", waitErr), errors.New(operatorprocess.Tail(string(log), 2000)))
 	case <-time.After(2 * time.Second):
 	}
 	return nil
@@ -84,11 +86,4 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 func (e *Env) ControllerManagerLog(context.Context) string {
 	raw, _ := os.ReadFile(filepath.Join(e.tempDir, "kube-controller-manager.log"))
 	return string(raw)
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
 var env *Env
@@ -103,7 +104,7 @@ func TestControllerManagerDeletesNamespaces(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("namespace %s was not removed within 60s; controller manager log:\n%s", ns.Name, tail(env.ControllerManagerLog(t.Context()), 3000))
+	t.Fatalf("namespace %s was not removed within 60s; controller manager log:\n%s", ns.Name, operatorprocess.Tail(env.ControllerManagerLog(t.Context()), 3000))
 }
 
 // TestAuditEventsFollowRotation runs an API server that rotates its audit

@@ -36,18 +36,7 @@ func secretMetadata() *metav1.PartialObjectMetadata {
 // credentials themselves are never cached; they are read past the cache
 // when a HostedCluster is reconciled. It runs on every replica.
 func pullSecretSources(mgr ctrl.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(),
-		Scheme:     mgr.GetScheme(),
-		Mapper:     mgr.GetRESTMapper(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed to create the cache of pull secrets: %w", err)
-	}
-	if err := mgr.Add(standbyCache{c}); err != nil {
-		return nil, fmt.Errorf("failed to add the cache of pull secrets: %w", err)
-	}
-	return c, nil
+	return addStandbyCache(mgr, "pull secrets' metadata", nil)
 }
 
 // indexPullSecrets indexes HostedClusters by their pull secret.

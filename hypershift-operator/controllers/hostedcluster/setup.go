@@ -126,19 +126,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // manager's cache shows only the Secrets the HO writes), started with the
 // manager's caches whether or not this replica leads.
 func kubeconfigSources(mgr ctrl.Manager) (cache.Cache, error) {
+	return addStandbyCache(mgr, "admin kubeconfigs", map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hyperv1.AdminKubeconfigSecretName)},
+	})
+}
+
+// addStandbyCache creates a cache of its own beside the manager's (what
+// names it, for errors), restricted by byObject, and runs it with the
+// manager's caches on every replica.
+func addStandbyCache(mgr ctrl.Manager, what string, byObject map[client.Object]cache.ByObject) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(),
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hyperv1.AdminKubeconfigSecretName)},
-		},
+		ByObject:   byObject,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed to create the cache of admin kubeconfigs: %w", err)
+		return nil, fmt.Errorf("failed to create the cache of %s: %w", what, err)
 	}
 	if err := mgr.Add(standbyCache{c}); err != nil {
-		return nil, fmt.Errorf("failed to add the cache of admin kubeconfigs: %w", err)
+		return nil, fmt.Errorf("failed to add the cache of %s: %w", what, err)
 	}
 	return c, nil
 }

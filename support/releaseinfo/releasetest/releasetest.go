@@ -135,7 +135,11 @@ func DockerConfigJSON(host, user, password string) []byte {
 // "ocp-release:4.17.0", and returns its pull spec and manifest digest.
 func (r *Registry) PushRelease(t testing.TB, repoTag, version string, components map[string]string) (pullSpec, digest string) {
 	t.Helper()
-	return r.PushImage(t, repoTag, ReleaseFiles(t, version, components))
+	pullSpec, digest, err := r.PushReleaseContext(t.Context(), repoTag, version, components)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pullSpec, digest
 }
 
 // PushImage pushes a single-layer image holding files (path -> content) as
