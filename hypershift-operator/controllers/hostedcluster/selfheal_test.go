@@ -296,6 +296,18 @@ func TestTamperedObjectsAreRepaired(t *testing.T) {
 	awaitFenced(t, c)
 	for _, tt := range tampers {
 		t.Run("when someone "+tt.name+", it comes back", func(t *testing.T) {
+			if tt.refused != "" {
+				// An admission policy re-created by an earlier case is in
+				// force only once the API server has loaded it: wait until a
+				// dry run of the change is refused, then make it for real.
+				testutil.Eventually(t, repairTime, func() error {
+					lease := inNamespace(ns, hyperv1.ControlPlaneOperatorLeaseName, &coordinationv1.Lease{})
+					if err := env.Client.Delete(t.Context(), lease, client.DryRunAll); err == nil || !strings.Contains(err.Error(), tt.refused) {
+						return fmt.Errorf("a dry run went through (%v)", err)
+					}
+					return nil
+				})
+			}
 			err := tt.do(t, ns)
 			switch {
 			case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused)):
