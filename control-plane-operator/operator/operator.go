@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -116,9 +115,6 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	identity := elector.Identity()
 	log := ctrl.LoggerFrom(ctx)
-	if err := mgr.Add(leaderRunnable{log: log.Info, identity: identity}); err != nil {
-		return fmt.Errorf("failed to add the leader's log: %w", err)
-	}
 	fenced := &hostedcontrolplane.FencedWrites{}
 	reconciler := &hostedcontrolplane.Reconciler{
 		Name:                  o.HostedControlPlane,
@@ -138,22 +134,5 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("the control-plane-operator stopped: %w", err)
 	}
-	return nil
-}
-
-// leaderRunnable runs only on the Lease holder: it logs that this replica
-// now acts (hypershift_leader_election_is_leader says so in the metrics).
-type leaderRunnable struct {
-	log      func(msg string, keysAndValues ...any)
-	identity string
-}
-
-var _ manager.LeaderElectionRunnable = leaderRunnable{}
-
-func (l leaderRunnable) NeedLeaderElection() bool { return true }
-
-func (l leaderRunnable) Start(ctx context.Context) error {
-	l.log("Acquired the Lease; running the controllers", "identity", l.identity)
-	<-ctx.Done()
 	return nil
 }
