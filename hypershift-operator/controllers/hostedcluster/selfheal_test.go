@@ -303,7 +303,7 @@ func TestTamperedObjectsAreRepaired(t *testing.T) {
 				testutil.Eventually(t, repairTime, func() error {
 					lease := inNamespace(ns, hyperv1.ControlPlaneOperatorLeaseName, &coordinationv1.Lease{})
 					if err := env.Client.Delete(t.Context(), lease, client.DryRunAll); err == nil || !strings.Contains(err.Error(), tt.refused) {
-						return fmt.Errorf("a dry run went through (%v)", err)
+						return fmt.Errorf("a dry run went through (%w)", err)
 					}
 					return nil
 				})
