@@ -205,17 +205,21 @@ func testForceDeletedLeader(t *testing.T, ns string) {
 	}
 	defer func() { _ = syscall.Kill(pid, syscall.SIGCONT) }()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leader}}
+	// The parent may release the Lease before this test's goroutine runs
+	// again after the delete returns: the window opens before the request,
+	// and the delay is measured from the API server's own record of it.
+	sent := time.Now()
 	if err := lc.Env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	deleted := time.Now()
 	testutil.Eventually(t, leaseDuration+margin, func() error {
 		if h := holder(t, ns); h == "" || h == leader {
 			return fmt.Errorf("holder %q", h)
 		}
 		return nil
 	})
-	released, takeover := parentRelease(t, ns, deleted)
+	released, takeover := parentRelease(t, ns, sent)
+	deleted := podDeleted(t, ns, leader, sent)
 	t.Logf("force-deleted frozen leader %s: the parent released its Lease %s after the delete, %s led %s after it",
 		leader, released.Sub(deleted).Round(time.Millisecond), holder(t, ns), takeover.Sub(deleted).Round(time.Millisecond))
 	if took := takeover.Sub(deleted); took > arbiterBound {
@@ -371,6 +375,20 @@ func parentRelease(t *testing.T, ns string, since time.Time) (released, takeover
 		t.Fatalf("the audit log shows no release by the hypershift-operator (%v) or no takeover after it (%v)", released, takeover)
 	}
 	return released, takeover
+}
+
+// podDeleted returns when the API server received the delete of the pod
+// ns/name sent at or after since, by its audit log.
+func podDeleted(t *testing.T, ns, name string, since time.Time) time.Time {
+	t.Helper()
+	for _, e := range auditEvents(t) {
+		if e.Verb == "delete" && e.ObjectRef != nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "" &&
+			e.ObjectRef.Namespace == ns && e.ObjectRef.Name == name && auditlog.Succeeded(e) && !e.RequestReceivedTimestamp.Time.Before(since) {
+			return e.RequestReceivedTimestamp.Time
+		}
+	}
+	t.Fatalf("the audit log shows no delete of the pod %s/%s", ns, name)
+	return time.Time{}
 }
 
 // assertParentWroteNothing checks that the hypershift-operator wrote no
