@@ -36,8 +36,8 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.imagePullPolicy, "image-pull-policy", string(f.ImagePullPolicy), "The operator's image pull policy: Always, IfNotPresent or Never.")
 	fs.BoolVar(&f.Development, "development", f.Development, "Install with 0 operator replicas, for an operator that runs elsewhere (e.g. on your machine).")
 	fs.Int32Var(&f.Replicas, "replicas", f.Replicas, "Operator replicas; more than one makes leader election matter.")
-	f.Election.AddFlags(fs, "", "hypershift-operator")
-	f.ControlPlaneOperatorElection.AddFlags(fs, "cpo-", "control-plane-operator")
+	f.Timings.AddFlags(fs, "", "hypershift-operator")
+	f.ControlPlaneOperatorTimings.AddFlags(fs, "cpo-", "control-plane-operator")
 	fs.BoolVar(&f.enableFencing, "enable-fencing", true, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease.")
 }
 

@@ -39,10 +39,10 @@ type Options struct {
 	Development bool
 	// Replicas of the HO; 2 by default, so that election matters.
 	Replicas int32
-	// Election are the HO's timings; ControlPlaneOperatorElection the
+	// Timings are the HO's timings; ControlPlaneOperatorTimings the
 	// timings it renders into every CPO.
-	Election                     config.LeaderElection
-	ControlPlaneOperatorElection config.LeaderElection
+	Timings                     config.Timings
+	ControlPlaneOperatorTimings config.Timings
 	// DisableFencing turns off the API server's check that control-plane-operator
 	// writes come from the Lease holder.
 	DisableFencing bool
@@ -51,12 +51,12 @@ type Options struct {
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
-		Namespace:                    "hypershift",
-		Image:                        DefaultImage,
-		ImagePullPolicy:              corev1.PullIfNotPresent,
-		Replicas:                     2,
-		Election:                     config.DefaultHypershiftOperatorElection,
-		ControlPlaneOperatorElection: config.DefaultControlPlaneOperatorElection,
+		Namespace:                   "hypershift",
+		Image:                       DefaultImage,
+		ImagePullPolicy:             corev1.PullIfNotPresent,
+		Replicas:                    2,
+		Timings:                     config.DefaultHypershiftOperatorTimings,
+		ControlPlaneOperatorTimings: config.DefaultControlPlaneOperatorTimings,
 	}
 }
 
@@ -76,10 +76,10 @@ func (o Options) Validate() error {
 	if o.Replicas < 0 {
 		return fmt.Errorf("--replicas must not be negative, got %d", o.Replicas)
 	}
-	if err := o.Election.Validate(); err != nil {
+	if err := o.Timings.Validate(); err != nil {
 		return fmt.Errorf("invalid hypershift-operator timings: %w", err)
 	}
-	if err := o.ControlPlaneOperatorElection.Validate(); err != nil {
+	if err := o.ControlPlaneOperatorTimings.Validate(); err != nil {
 		return fmt.Errorf("invalid control-plane-operator timings: %w", err)
 	}
 	return nil
@@ -156,7 +156,7 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 	if o.Development {
 		replicas = 0
 	}
-	args := append(o.ControlPlaneOperatorElection.Args("cpo-"),
+	args := append(o.ControlPlaneOperatorTimings.Args("cpo-"),
 		"--control-plane-operator-image="+o.Image,
 		fmt.Sprintf("--enable-fencing=%t", !o.DisableFencing),
 	)
@@ -169,7 +169,7 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 		Binary:          "/usr/bin/hypershift-operator",
 		Namespace:       o.Namespace,
 		LeaderElect:     true,
-		Election:        o.Election,
+		Timings:         o.Timings,
 		Args:            args,
 		Memory:          "128Mi",
 		LivenessDelay:   15,

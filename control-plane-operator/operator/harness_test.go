@@ -57,9 +57,9 @@ func newControlPlane(t *testing.T, withoutLeases bool) *controlPlane {
 	ns := env.Namespace(t)
 	cp := &controlPlane{namespace: ns, releaseImage: image}
 	in := horender.Inputs{
-		HostedCluster: &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"}},
-		ReleaseImage:  image,
-		Election:      config.DefaultControlPlaneOperatorElection,
+		HostedCluster:               &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"}},
+		ReleaseImage:                image,
+		ControlPlaneOperatorTimings: config.DefaultControlPlaneOperatorTimings,
 	}
 	role := horender.ControlPlaneOperatorRole(in)
 	role.Namespace = ns

@@ -35,8 +35,8 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectResourceName is the Lease's name.
 	LeaderElectResourceName string
-	// Election are the timings.
-	Election config.LeaderElection
+	// Timings are the timings.
+	Timings config.Timings
 	// MetricsBindAddress and HealthProbeBindAddress are where the CPO serves
 	// metrics and probes; "0" turns one off.
 	MetricsBindAddress     string
@@ -52,7 +52,7 @@ func DefaultOptions() Options {
 	return Options{
 		LeaderElect:             true,
 		LeaderElectResourceName: hyperv1.ControlPlaneOperatorLeaseName,
-		Election:                config.DefaultControlPlaneOperatorElection,
+		Timings:                 config.DefaultControlPlaneOperatorTimings,
 		MetricsBindAddress:      fmt.Sprintf(":%d", hyperv1.MetricsPort),
 		HealthProbeBindAddress:  fmt.Sprintf(":%d", hyperv1.HealthPort),
 		OperateOnReleaseImage:   os.Getenv(hyperv1.OperateOnReleaseImageEnv),
@@ -65,13 +65,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HostedControlPlane, "hosted-control-plane", o.HostedControlPlane, "The name of the HostedControlPlane in --namespace to reconcile (required); no other is read or written.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Act only while holding the Lease. Turning it off lets several replicas write at once.")
 	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "The name of the Lease in --namespace.")
-	o.Election.AddFlags(fs, "", "control-plane-operator")
+	o.Timings.AddFlags(fs, "", "control-plane-operator")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
 
-// Validate refuses options the CPO must not run with.
+// Validate refuses options the CPO must not run with; its timings are
+// validated once, by its elector (leaderelection.New).
 func (o Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
@@ -84,20 +85,15 @@ func (o Options) Validate() error {
 		if o.LeaderElectResourceName == "" {
 			errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
 		}
-		if err := o.Election.Validate(); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	return errors.Join(errs...)
 }
 
 // Run runs the CPO until ctx ends or it loses the Lease. A standby serves
 // health and metrics and starts no writing controller. Losing the Lease
-// returns an error, which must end the process at once.
+// returns an error, which must end the process at once. o must have
+// passed Validate, as startup.RunCommand makes sure.
 func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
-	if err := o.Validate(); err != nil {
-		return err
-	}
 	opts := ctrl.Options{
 		Scheme: scheme.New(),
 		// The CPO sees only its own namespace, of the HostedControlPlanes in
@@ -108,7 +104,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
 	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{
-		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: o.LeaderElectResourceName, Timings: o.Election,
+		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: o.LeaderElectResourceName, Timings: o.Timings,
 	}, ctrl.LoggerFrom(ctx))
 	if err != nil {
 		return err

@@ -32,11 +32,11 @@ type Options struct {
 	Namespace string
 	// LeaderElect turns the HO's own election on.
 	LeaderElect bool
-	// Election are the HO's own timings.
-	Election config.LeaderElection
-	// ControlPlaneOperatorElection are the timings the HO renders into
+	// Timings are the HO's own timings.
+	Timings config.Timings
+	// ControlPlaneOperatorTimings are the timings the HO renders into
 	// every CPO.
-	ControlPlaneOperatorElection config.LeaderElection
+	ControlPlaneOperatorTimings config.Timings
 	// ControlPlaneOperatorImage is the CPO image when neither the release
 	// payload nor the HostedCluster's annotation names one.
 	ControlPlaneOperatorImage string
@@ -57,14 +57,14 @@ type Options struct {
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
-		Namespace:                    "hypershift",
-		LeaderElect:                  true,
-		Election:                     config.DefaultHypershiftOperatorElection,
-		ControlPlaneOperatorElection: config.DefaultControlPlaneOperatorElection,
-		MetricsBindAddress:           fmt.Sprintf(":%d", hyperv1.MetricsPort),
-		HealthProbeBindAddress:       fmt.Sprintf(":%d", hyperv1.HealthPort),
-		TeardownTimeout:              hostedcluster.DefaultTeardownTimeout,
-		EnableFencing:                true,
+		Namespace:                   "hypershift",
+		LeaderElect:                 true,
+		Timings:                     config.DefaultHypershiftOperatorTimings,
+		ControlPlaneOperatorTimings: config.DefaultControlPlaneOperatorTimings,
+		MetricsBindAddress:          fmt.Sprintf(":%d", hyperv1.MetricsPort),
+		HealthProbeBindAddress:      fmt.Sprintf(":%d", hyperv1.HealthPort),
+		TeardownTimeout:             hostedcluster.DefaultTeardownTimeout,
+		EnableFencing:               true,
 	}
 }
 
@@ -72,8 +72,8 @@ func DefaultOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The namespace the hypershift-operator runs in, where it keeps its Lease.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding the "+hyperv1.HypershiftOperatorLeaseName+" Lease, so that one replica acts at a time.")
-	o.Election.AddFlags(fs, "", "hypershift-operator")
-	o.ControlPlaneOperatorElection.AddFlags(fs, "cpo-", "control-plane-operator")
+	o.Timings.AddFlags(fs, "", "hypershift-operator")
+	o.ControlPlaneOperatorTimings.AddFlags(fs, "cpo-", "control-plane-operator")
 	fs.StringVar(&o.ControlPlaneOperatorImage, "control-plane-operator-image", o.ControlPlaneOperatorImage, "The control-plane-operator image to use when neither the release payload nor the "+hyperv1.ControlPlaneOperatorImageAnnotation+" annotation names one.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
@@ -82,18 +82,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
 
-// Validate refuses options the HO must not run with.
+// Validate refuses options the HO must not run with. Its own timings are
+// validated where they are used, by its elector (leaderelection.New), the
+// CPO's here: each once per process.
 func (o Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
 	}
-	if o.LeaderElect {
-		if err := o.Election.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("invalid hypershift-operator timings: %w", err))
-		}
-	}
-	if err := o.ControlPlaneOperatorElection.Validate(); err != nil {
+	if err := o.ControlPlaneOperatorTimings.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("invalid --cpo-leader-elect-* timings: %w", err))
 	}
 	if o.TeardownTimeout <= 0 {
@@ -105,11 +102,9 @@ func (o Options) Validate() error {
 // Run runs the HO until ctx ends or it loses its Lease. With leader
 // election on, only the holder of the Lease reconciles; the others serve
 // health and metrics and wait. Losing the Lease returns an error, which
-// must end the process.
+// must end the process. o must have passed Validate, as startup.RunCommand
+// makes sure.
 func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
-	if err := o.Validate(); err != nil {
-		return err
-	}
 	cacheOptions := hostedcluster.CacheOptions()
 	leasearbiter.AddCacheOptions(&cacheOptions)
 	opts := ctrl.Options{
@@ -120,7 +115,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
 	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{
-		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Election,
+		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Timings,
 	}, ctrl.LoggerFrom(ctx))
 	if err != nil {
 		return err
@@ -139,7 +134,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		APIReader:                        mgr.GetAPIReader(),
 		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
 		DefaultControlPlaneOperatorImage: o.ControlPlaneOperatorImage,
-		Election:                         o.ControlPlaneOperatorElection,
+		ControlPlaneOperatorTimings:      o.ControlPlaneOperatorTimings,
 		Recorder:                         recorder,
 		TeardownTimeout:                  o.TeardownTimeout,
 	}

@@ -75,7 +75,7 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 		Binary:      "/usr/bin/control-plane-operator",
 		Namespace:   "$(MY_NAMESPACE)",
 		LeaderElect: !unsafeNoElection,
-		Election:    in.Election,
+		Timings:     in.ControlPlaneOperatorTimings,
 		LeaseName:   hyperv1.ControlPlaneOperatorLeaseName,
 		Args:        []string{"--hosted-control-plane=" + in.HostedCluster.Name},
 		Env: []corev1.EnvVar{

@@ -25,8 +25,9 @@ type Inputs struct {
 	ReleaseImage string
 	// ControlPlaneOperatorImage is the image the CPO runs.
 	ControlPlaneOperatorImage string
-	// Election are the CPO's leader-election timings.
-	Election config.LeaderElection
+	// ControlPlaneOperatorTimings are the CPO's leader-election timings,
+	// valid (the HO validates its flags once, at start).
+	ControlPlaneOperatorTimings config.Timings
 }
 
 // Validate refuses inputs the renderers must not turn into objects.
@@ -39,9 +40,6 @@ func (in Inputs) Validate() error {
 	}
 	if in.ControlPlaneOperatorImage == "" {
 		return fmt.Errorf("no control-plane-operator image: the release payload has no hypershift image, and neither the %s annotation nor --control-plane-operator-image names one", hyperv1.ControlPlaneOperatorImageAnnotation)
-	}
-	if err := in.Election.Validate(); err != nil {
-		return fmt.Errorf("refusing to render the control-plane-operator: %w", err)
 	}
 	return nil
 }

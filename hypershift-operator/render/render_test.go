@@ -37,9 +37,9 @@ func testInputs(policy hyperv1.AvailabilityPolicy) Inputs {
 				}}},
 			},
 		},
-		ReleaseImage:              "registry.example.com/ocp/release@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-		ControlPlaneOperatorImage: "registry.example.com/ocp/hypershift@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
-		Election:                  config.DefaultControlPlaneOperatorElection,
+		ReleaseImage:                "registry.example.com/ocp/release@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		ControlPlaneOperatorImage:   "registry.example.com/ocp/hypershift@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+		ControlPlaneOperatorTimings: config.DefaultControlPlaneOperatorTimings,
 	}
 }
 
@@ -106,8 +106,8 @@ func TestControlPlaneOperatorDeployment(t *testing.T) {
 					t.Errorf("args %q lack %q", args, want)
 				}
 			}
-			if grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; grace <= in.Election.RenewDeadline {
-				t.Errorf("termination grace period %s leaves no time to release the Lease after the renew deadline %s", grace, in.Election.RenewDeadline)
+			if grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; grace <= in.ControlPlaneOperatorTimings.RenewDeadline {
+				t.Errorf("termination grace period %s leaves no time to release the Lease after the renew deadline %s", grace, in.ControlPlaneOperatorTimings.RenewDeadline)
 			}
 		})
 	}
@@ -120,7 +120,6 @@ func TestInputsValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "when everything is set, it is valid", mutate: func(*Inputs) {}},
-		{name: "when the timings break the invariant, rendering is refused", mutate: func(in *Inputs) { in.Election.RenewDeadline = in.Election.LeaseDuration }, wantErr: "refusing to render the control-plane-operator: leader election lease duration (1m0s) must exceed the renew deadline (1m0s) by at least 6s"},
 		{name: "when no CPO image is known, rendering is refused", mutate: func(in *Inputs) { in.ControlPlaneOperatorImage = "" }, wantErr: "no control-plane-operator image"},
 		{name: "when no release image is known, rendering is refused", mutate: func(in *Inputs) { in.ReleaseImage = "" }, wantErr: "no release image"},
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// LeaderElection holds the timings of a Lease-based election: the three of
+// Timings holds the timings of a Lease-based election: the three of
 // component-base's LeaderElectionConfiguration, and a renew interval.
-type LeaderElection struct {
+type Timings struct {
 	// LeaseDuration is how long a follower waits, from the last change of
 	// the Lease it saw, before it may take the Lease. Whole seconds: the
 	// Lease stores it as spec.leaseDurationSeconds.
@@ -28,7 +28,7 @@ type LeaderElection struct {
 	RenewInterval time.Duration
 }
 
-// DefaultControlPlaneOperatorElection are the control-plane-operator's
+// DefaultControlPlaneOperatorTimings are the control-plane-operator's
 // timings. A follower takes over a crashed leader after 60s, as with
 // HyperShift's 60s/40s/15s, but the leader writes the Lease twice a minute
 // (the renew interval defaults to two thirds of 45s: 30s) instead of four
@@ -36,27 +36,27 @@ type LeaderElection struct {
 // retried every 2s until 45s after the last good one. The renew interval is
 // left to its derived default so that whoever sets only the three
 // component-base flags gets a consistent interval.
-var DefaultControlPlaneOperatorElection = LeaderElection{
+var DefaultControlPlaneOperatorTimings = Timings{
 	LeaseDuration: 60 * time.Second,
 	RenewDeadline: 45 * time.Second,
 	RetryPeriod:   2 * time.Second,
 }
 
-// DefaultHypershiftOperatorElection are the hypershift-operator's timings.
-var DefaultHypershiftOperatorElection = DefaultControlPlaneOperatorElection
+// DefaultHypershiftOperatorTimings are the hypershift-operator's timings.
+var DefaultHypershiftOperatorTimings = DefaultControlPlaneOperatorTimings
 
 // SkewMargin is how much longer than the renew deadline the lease duration
 // must be: max(1s, LeaseDuration/10). It absorbs the difference between the
 // leader's and a follower's clocks over one lease duration, the delay
 // between the leader's deadline and its controllers stopping, and a
 // follower learning of a renewal before the leader's request returns.
-func (le LeaderElection) SkewMargin() time.Duration {
+func (le Timings) SkewMargin() time.Duration {
 	return max(time.Second, le.LeaseDuration/10)
 }
 
 // Renew is the renew interval in effect: RenewInterval, or two thirds of
 // the renew deadline when it is 0.
-func (le LeaderElection) Renew() time.Duration {
+func (le Timings) Renew() time.Duration {
 	if le.RenewInterval > 0 {
 		return le.RenewInterval
 	}
@@ -76,7 +76,7 @@ const retryJitter = 1.2
 // The first makes a leader that cannot renew stop leading before any
 // follower may take the Lease; the second gives a failed renewal at least
 // one retry before the deadline.
-func (le LeaderElection) Validate() error {
+func (le Timings) Validate() error {
 	switch {
 	case le.RetryPeriod <= 0:
 		return fmt.Errorf("leader election retry period must be positive, got %s", le.RetryPeriod)
@@ -100,7 +100,7 @@ func (le LeaderElection) Validate() error {
 // between the renewal and the deadline, and at least one retry period, so
 // that one hung request leaves room for another before the deadline.
 // A leader also never waits for a request past its deadline.
-func (le LeaderElection) RequestTimeout() time.Duration {
+func (le Timings) RequestTimeout() time.Duration {
 	return max(le.RetryPeriod, (le.RenewDeadline-le.Renew())/2)
 }
 
@@ -108,7 +108,7 @@ func (le LeaderElection) RequestTimeout() time.Duration {
 // leader-elect-renew-interval, with prefix before "leader-elect-" (e.g.
 // "cpo-" gives --cpo-leader-elect-lease-duration), using le's values as
 // defaults.
-func (le *LeaderElection) AddFlags(fs *pflag.FlagSet, prefix, who string) {
+func (le *Timings) AddFlags(fs *pflag.FlagSet, prefix, who string) {
 	fs.DurationVar(&le.LeaseDuration, prefix+"leader-elect-lease-duration", le.LeaseDuration,
 		"How long "+who+" followers wait, after the last change of the Lease they saw, before taking it. Whole seconds.")
 	fs.DurationVar(&le.RenewDeadline, prefix+"leader-elect-renew-deadline", le.RenewDeadline,
@@ -120,7 +120,7 @@ func (le *LeaderElection) AddFlags(fs *pflag.FlagSet, prefix, who string) {
 }
 
 // Args renders le as the flags AddFlags registers, with prefix.
-func (le LeaderElection) Args(prefix string) []string {
+func (le Timings) Args(prefix string) []string {
 	return []string{
 		"--" + prefix + "leader-elect-lease-duration=" + le.LeaseDuration.String(),
 		"--" + prefix + "leader-elect-renew-deadline=" + le.RenewDeadline.String(),

@@ -73,7 +73,7 @@
 // the leader stops at least M before any follower may take over (M covers
 // the rate difference of the two clocks over LD and the time the leader's
 // controllers take to stop), and a failed renewal is retried at least once
-// before the deadline. config.LeaderElection.Validate enforces both; the
+// before the deadline. config.Timings.Validate enforces both; the
 // operators refuse to start otherwise. Writes of a leader that is frozen
 // past its deadline (a stopped process, a hung connection that later
 // delivers) are what the fencing admission policy refuses: the Lease no

@@ -35,7 +35,7 @@ type Config struct {
 	// that may run at the same time (the pod's name).
 	Identity string
 	// Timings must pass Validate.
-	Timings config.LeaderElection
+	Timings config.Timings
 	// Clock is the real clock when nil.
 	Clock clock.WithTicker
 	// Log receives the elector's decisions.
@@ -52,7 +52,7 @@ type Elector struct {
 	name      string
 	lease     string
 	identity  string
-	timings   config.LeaderElection
+	timings   config.Timings
 	clock     clock.WithTicker
 	log       logr.Logger
 	release   bool

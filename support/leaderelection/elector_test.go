@@ -16,7 +16,7 @@ import (
 )
 
 // timings are the defaults: LD 60s, RD 45s, RP 2s, RI 30s.
-var timings = config.DefaultControlPlaneOperatorElection
+var timings = config.DefaultControlPlaneOperatorTimings
 
 // candidate runs one elector on the fake API and the fake clock.
 type candidate struct {

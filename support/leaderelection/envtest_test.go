@@ -25,7 +25,7 @@ var env *testenv.Env
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{AuditLog: true}, &env)) }
 
 // short timings keep the test fast: LD 4s, RD 3s, RP 1s, renew every 2s.
-var short = config.LeaderElection{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
+var short = config.Timings{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
 
 type runner struct {
 	elector *leaderelection.Elector

@@ -57,7 +57,7 @@ type Election struct {
 	// Namespace and Name name the Lease.
 	Namespace, Name string
 	// Timings must pass Validate.
-	Timings config.LeaderElection
+	Timings config.Timings
 	// Identity is the candidate's holder identity; empty means Identity()
 	// (the pod's name). Processes that run several candidates set it.
 	Identity string
@@ -76,6 +76,28 @@ type Election struct {
 // does not answer, NewManager waits for it (startup.AwaitAPIServer) until
 // ctx ends.
 func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (*Manager, *Elector, error) {
+	// The elector first: it validates the timings, which must stop the
+	// process at once, not after the API server has answered.
+	var elector *Elector
+	if election.Enabled {
+		identity := election.Identity
+		if identity == "" {
+			var err error
+			if identity, err = Identity(); err != nil {
+				return nil, nil, err
+			}
+		}
+		client, err := NewClient(restConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		if elector, err = New(Config{
+			Client: client, Namespace: election.Namespace, Name: election.Name, Identity: identity,
+			Timings: election.Timings, Log: log.WithName("leader-election"),
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
 	opts.LeaderElection = false
 	mgr, err := startup.AwaitAPIServer(ctx, func() (manager.Manager, error) {
 		mgr, err := ctrl.NewManager(restConfig, opts)
@@ -90,25 +112,8 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 	if err := startup.AddProbes(mgr); err != nil {
 		return nil, nil, err
 	}
-	if !election.Enabled {
+	if elector == nil {
 		return &Manager{Manager: mgr, direct: true}, nil, nil
-	}
-	identity := election.Identity
-	if identity == "" {
-		if identity, err = Identity(); err != nil {
-			return nil, nil, err
-		}
-	}
-	client, err := NewClient(restConfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	elector, err := New(Config{
-		Client: client, Namespace: election.Namespace, Name: election.Name, Identity: identity,
-		Timings: election.Timings, Log: log.WithName("leader-election"),
-	})
-	if err != nil {
-		return nil, nil, err
 	}
 	if err := mgr.AddReadyzCheck("leader-election", elector.Ready); err != nil {
 		return nil, nil, fmt.Errorf("failed to add the election's readiness check: %w", err)

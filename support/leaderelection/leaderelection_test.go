@@ -33,7 +33,7 @@ func TestNewManager(t *testing.T) {
 	restConfig := &rest.Config{Host: "https://127.0.0.1:1"}
 	t.Run("when election is on, controllers are held back and the rest starts with the manager", func(t *testing.T) {
 		t.Setenv(hyperv1.PodNameEnv, "cpo-a")
-		mgr, elector, err := NewManager(t.Context(), restConfig, ctrl.Options{}, Election{Enabled: true, Namespace: "ns", Name: "lease", Timings: config.DefaultControlPlaneOperatorElection}, ctrl.Log)
+		mgr, elector, err := NewManager(t.Context(), restConfig, ctrl.Options{}, Election{Enabled: true, Namespace: "ns", Name: "lease", Timings: config.DefaultControlPlaneOperatorTimings}, ctrl.Log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestNewManager(t *testing.T) {
 		}
 	})
 	t.Run("when the timings are unsafe, the manager is refused", func(t *testing.T) {
-		le := config.DefaultControlPlaneOperatorElection
+		le := config.DefaultControlPlaneOperatorTimings
 		le.RenewDeadline = le.LeaseDuration
 		if _, _, err := NewManager(t.Context(), restConfig, ctrl.Options{}, Election{Enabled: true, Namespace: "ns", Name: "lease", Timings: le}, ctrl.Log); err == nil || !strings.Contains(err.Error(), "must exceed the renew deadline") {
 			t.Fatalf("got %v", err)

@@ -44,9 +44,9 @@ type Spec struct {
 	// LeaderElect renders --leader-elect; false only in the e2eunsafe
 	// build's negative control.
 	LeaderElect bool
-	// Election are the timings rendered as flags and the base of the
+	// Timings are the timings rendered as flags and the base of the
 	// termination grace.
-	Election config.LeaderElection
+	Timings config.Timings
 	// LeaseName renders --leader-elect-resource-name when set.
 	LeaseName string
 	// Args come after the election flags, before the lease name and the
@@ -69,7 +69,7 @@ type Spec struct {
 // Render returns the Deployment.
 func Render(s Spec) *appsv1.Deployment {
 	args := []string{"run", "--namespace=" + s.Namespace, fmt.Sprintf("--leader-elect=%t", s.LeaderElect)}
-	args = append(append(args, s.Election.Args("")...), s.Args...)
+	args = append(append(args, s.Timings.Args("")...), s.Args...)
 	if s.LeaseName != "" {
 		args = append(args, "--leader-elect-resource-name="+s.LeaseName)
 	}
@@ -100,7 +100,7 @@ func Render(s Spec) *appsv1.Deployment {
 	pod := corev1.PodSpec{
 		ServiceAccountName:            s.Meta.Name,
 		AutomountServiceAccountToken:  ptr.To(true),
-		TerminationGracePeriodSeconds: ptr.To(int64((s.Election.RenewDeadline + ReleaseGrace).Seconds())),
+		TerminationGracePeriodSeconds: ptr.To(int64((s.Timings.RenewDeadline + ReleaseGrace).Seconds())),
 		SecurityContext:               podspec.RestrictedPodSecurityContext(),
 		Containers:                    []corev1.Container{container},
 	}

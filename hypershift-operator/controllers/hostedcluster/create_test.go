@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
@@ -213,20 +212,3 @@ func checkCondition(hc *hyperv1.HostedCluster, conditionType string, status meta
 	return nil
 }
 
-// TestInvalidElectionTimings checks that the HO refuses to render a CPO
-// whose timings break the election timing rule (config.LeaderElection.Validate).
-func TestInvalidElectionTimings(t *testing.T) {
-	startOperator(t, func(r *hostedcluster.Reconciler) { r.Election.RenewDeadline = r.Election.LeaseDuration })
-	c := newCluster(t, "4.17.0", nil)
-	testutil.Eventually(t, converge, func() error {
-		cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidConfiguration)
-		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "must exceed the renew deadline") {
-			return fmt.Errorf("ValidConfiguration = %+v", cond)
-		}
-		return nil
-	})
-	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, &appsv1.Deployment{})
-	if err == nil {
-		t.Fatal("a CPO Deployment was rendered with invalid election timings")
-	}
-}

@@ -52,8 +52,9 @@ type Reconciler struct {
 	// DefaultControlPlaneOperatorImage is used when neither the annotation
 	// nor the release payload names a CPO image.
 	DefaultControlPlaneOperatorImage string
-	// Election are the CPO leader-election timings rendered into its args.
-	Election config.LeaderElection
+	// ControlPlaneOperatorTimings are the CPO leader-election timings
+	// rendered into its args; valid (config.Timings.Validate).
+	ControlPlaneOperatorTimings config.Timings
 	// Recorder emits events on HostedClusters.
 	Recorder events.EventRecorder
 	// Clock is the time source; tests may replace it.

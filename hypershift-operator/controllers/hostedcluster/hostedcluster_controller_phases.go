@@ -133,14 +133,14 @@ func (r *Reconciler) controlPlaneOperatorImage(s *scope) string {
 }
 
 // reconcileControlPlane applies, in order, every object of the control
-// plane. Inputs that cannot render (bad timings, no CPO image) set
+// plane. Inputs that cannot render (no CPO image) set
 // ValidConfiguration=False and are not retried until something changes.
 func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := render.Inputs{
-		HostedCluster:             s.hc,
-		ReleaseImage:              s.hc.Spec.Release.Image,
-		ControlPlaneOperatorImage: r.controlPlaneOperatorImage(s),
-		Election:                  r.Election,
+		HostedCluster:               s.hc,
+		ReleaseImage:                s.hc.Spec.Release.Image,
+		ControlPlaneOperatorImage:   r.controlPlaneOperatorImage(s),
+		ControlPlaneOperatorTimings: r.ControlPlaneOperatorTimings,
 	}
 	if err := in.Validate(); err != nil {
 		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", err.Error())

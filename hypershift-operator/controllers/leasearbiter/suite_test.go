@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 
 // short timings keep the candidates quick: LD 6s, RD 4s, RP 1s, renew
 // every 2.7s. A standby that is not helped waits the 6s.
-var short = config.LeaderElection{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}
+var short = config.Timings{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}
 
 // takeoverBound is what the issue allows from a gone pod to a new leader.
 const takeoverBound = 2 * time.Second

@@ -31,7 +31,7 @@ type configuration struct {
 	// anchor means client-go's LeaderElector; otherwise ours.
 	anchor bool
 	// timings; RenewInterval is used by ours only.
-	timings config.LeaderElection
+	timings config.Timings
 	// sameLeaseAs, for ours, names the anchor with the same lease duration
 	// it is compared with on its own.
 	sameLeaseAs string
@@ -58,14 +58,14 @@ func (c configuration) timingsText() string {
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }
 
 var configurations = []configuration{
-	{key: "cg15", name: "client-go 15/10/2", anchor: true, timings: config.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}},
-	{key: "hs60", name: "HyperShift 60/40/15", anchor: true, timings: config.LeaderElection{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 15 * time.Second}},
-	{key: "lg137", name: "library-go 137/107/26", anchor: true, timings: config.LeaderElection{LeaseDuration: 137 * time.Second, RenewDeadline: 107 * time.Second, RetryPeriod: 26 * time.Second}},
+	{key: "cg15", name: "client-go 15/10/2", anchor: true, timings: config.Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}},
+	{key: "hs60", name: "HyperShift 60/40/15", anchor: true, timings: config.Timings{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 15 * time.Second}},
+	{key: "lg137", name: "library-go 137/107/26", anchor: true, timings: config.Timings{LeaseDuration: 137 * time.Second, RenewDeadline: 107 * time.Second, RetryPeriod: 26 * time.Second}},
 	// Ours at client-go's lease duration: what ours costs and how fast it
 	// takes over when a product chooses 15s.
-	{key: "ours15", name: "ours 15/10/2 renew 6.7s", timings: config.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, sameLeaseAs: "cg15"},
+	{key: "ours15", name: "ours 15/10/2 renew 6.7s", timings: config.Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, sameLeaseAs: "cg15"},
 	// Ours with the defaults comes last: the goals are judged on it.
-	{key: "ours", name: "ours 60/45/2 renew 30s", timings: config.DefaultControlPlaneOperatorElection},
+	{key: "ours", name: "ours 60/45/2 renew 30s", timings: config.DefaultControlPlaneOperatorTimings},
 }
 
 // leadEvent is a candidate's "started leading" callback.

@@ -12,7 +12,7 @@
 //   - HyperShift 60/40/15: the same elector with HyperShift's timings;
 //   - library-go 137/107/26: the same elector with library-go's timings;
 //   - ours 60/45/2 renew 30s: support/leaderelection with
-//     config.DefaultControlPlaneOperatorElection.
+//     config.DefaultControlPlaneOperatorTimings.
 //
 // Every candidate is its own API user, so the audit log tells its requests
 // apart. Per configuration, in namespaces of their own and all at once:

@@ -111,7 +111,7 @@ func (r *results) markdown(machine, command string, wall time.Duration) (string,
 	w("Command: `%s`. Machine: %s. Wall time: %s.\n\n", command, machine, wall)
 	w("Five configurations in one run, on one API server, three candidates each, every candidate its own API user: ")
 	w("client-go's `LeaderElector` with a `LeaseLock` at client-go's default timings (15/10/2: lease duration, renew deadline, retry period in seconds), HyperShift's (60/40/15) and library-go's (137/107/26), ")
-	w("and ours (`support/leaderelection`) with its defaults (`config.DefaultControlPlaneOperatorElection`: 60/45/2, renew every 30s) and at client-go's 15/10/2 (renew every 6.7s, two thirds of the deadline). ")
+	w("and ours (`support/leaderelection`) with its defaults (`config.DefaultControlPlaneOperatorTimings`: 60/45/2, renew every 30s) and at client-go's 15/10/2 (renew every 6.7s, two thirds of the deadline). ")
 	w("Per configuration, all at once in namespaces of their own: a steady group counted over a %s window (after %s of settling), ", *window, *settle)
 	w("%d graceful samples (the leader's context is cancelled with release on: client-go's `ReleaseOnCancel`, our `NoRelease: false`) ", *samples)
 	w("and %d crash samples (cancelled with release off: the Lease stays held, as when the process dies, its pod still running). ", *samples)

@@ -62,7 +62,7 @@ type group struct {
 	held    atomic.Bool
 }
 
-// Run starts n electors of ours (config.DefaultControlPlaneOperatorElection)
+// Run starts n electors of ours (config.DefaultControlPlaneOperatorTimings)
 // for n/3 Leases (rounded up) in a new namespace, waits until every Lease
 // has a holder, counts the Lease requests over window from the audit log,
 // stops them (they release their Leases) and returns the results as
@@ -77,7 +77,7 @@ func Run(ctx context.Context, env *testenv.Env, n int, window time.Duration) (st
 	if n < perLease || window <= 0 {
 		return "", fmt.Errorf("need at least %d electors and a positive window", perLease)
 	}
-	timings := config.DefaultControlPlaneOperatorElection
+	timings := config.DefaultControlPlaneOperatorTimings
 	leases := (n + perLease - 1) / perLease
 	electors := leases * perLease
 
@@ -208,7 +208,7 @@ func Run(ctx context.Context, env *testenv.Env, n int, window time.Duration) (st
 	leaders, followers := float64(leases), float64(leases*(perLease-1))
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("%d of our electors (`support/leaderelection`, `config.DefaultControlPlaneOperatorElection`: lease duration %s, renew deadline %s, retry %s, renew every %s) ",
+	w("%d of our electors (`support/leaderelection`, `config.DefaultControlPlaneOperatorTimings`: lease duration %s, renew deadline %s, retry %s, renew every %s) ",
 		electors, timings.LeaseDuration, timings.RenewDeadline, timings.RetryPeriod, timings.Renew())
 	w("campaign in one process for %d Leases, %d candidates each: %d leaders and %d standbys. ", leases, perLease, leases, leases*(perLease-1))
 	w("Each Lease's candidates share a client of their own (own connection, no client-side rate limit), as one API user. ")

@@ -151,7 +151,7 @@ func (c *candidate) start(ctx context.Context, leading *atomic.Bool) error {
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	}, leaderelection.Election{Enabled: true, Namespace: c.namespace, Name: "lease", Identity: c.name, Timings: config.DefaultControlPlaneOperatorElection}, ctrl.Log)
+	}, leaderelection.Election{Enabled: true, Namespace: c.namespace, Name: "lease", Identity: c.name, Timings: config.DefaultControlPlaneOperatorTimings}, ctrl.Log)
 	if err != nil {
 		return err
 	}

@@ -47,13 +47,13 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 		t.Fatal(err)
 	}
 	r := &hostedcluster.Reconciler{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		Releases:        releaseinfo.NewRegistryProvider(),
-		Election:        config.DefaultControlPlaneOperatorElection,
-		Recorder:        mgr.GetEventRecorder(hostedcluster.FieldOwner),
-		TeardownTimeout: 3 * time.Second,
-		Probe:           hostedcluster.ImpersonatingProbe{Config: cfg},
+		Client:                      mgr.GetClient(),
+		APIReader:                   mgr.GetAPIReader(),
+		Releases:                    releaseinfo.NewRegistryProvider(),
+		ControlPlaneOperatorTimings: config.DefaultControlPlaneOperatorTimings,
+		Recorder:                    mgr.GetEventRecorder(hostedcluster.FieldOwner),
+		TeardownTimeout:             3 * time.Second,
+		Probe:                       hostedcluster.ImpersonatingProbe{Config: cfg},
 	}
 	if mutate != nil {
 		mutate(r)
