@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,11 +131,7 @@ func startCPO(t *testing.T, cp *controlPlane, pod string, operateOn string, extr
 
 // holder returns the Lease's holder, "" when there is none.
 func holder(t *testing.T, cp *controlPlane) string {
-	lease := &coordinationv1.Lease{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
+	return env.Holder(t, cp.namespace, hyperv1.ControlPlaneOperatorLeaseName)
 }
 
 // awaitHolder waits until one of pods holds the Lease and returns it.

@@ -93,12 +93,9 @@ func grant(t *testing.T, namespace, user string) {
 	}
 }
 
+// holder returns the HO Lease's holder, "" when there is none.
 func holder(t *testing.T, namespace string) string {
-	lease := &coordinationv1.Lease{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
+	return env.Holder(t, namespace, hyperv1.HypershiftOperatorLeaseName)
 }
 
 // TestTwoOperators runs two hypershift-operator processes: only the Lease

@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/util/retry"
@@ -124,12 +123,9 @@ func controlPlaneNamespace(name string) string {
 	return hyperv1.ControlPlaneNamespace("clusters", name)
 }
 
+// holder returns the CPO Lease's holder in ns, "" when there is none.
 func holder(t *testing.T, ns string) string {
-	lease := &coordinationv1.Lease{}
-	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
+	return lc.Env.Holder(t, ns, hyperv1.ControlPlaneOperatorLeaseName)
 }
 
 // cpoPods lists the CPO pods of a control-plane namespace, running or not.

@@ -222,12 +222,7 @@ func (cp *controlPlane) lease(t *testing.T, name, holder string) *coordinationv1
 
 // holder reads the holder of Lease name in the namespace.
 func (cp *controlPlane) holder(t *testing.T, name string) string {
-	t.Helper()
-	lease := &coordinationv1.Lease{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cp.ns, Name: name}, lease); err != nil {
-		t.Fatal(err)
-	}
-	return ptr.Deref(lease.Spec.HolderIdentity, "")
+	return env.Holder(t, cp.ns, name)
 }
 
 // events returns the notes of the HostedCluster's LeaseReleased events.
