@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
@@ -67,6 +68,34 @@ func readFile(path string) ([]auditv1.Event, error) {
 		return nil, fmt.Errorf("failed to read the audit log %s: %w", path, err)
 	}
 	return events, nil
+}
+
+// Requests returns one event per request, in the order the API server
+// received them. The API server logs a long-running request (a watch) when
+// its response starts and again when it completes; the last stage is kept.
+func Requests(events []auditv1.Event) []auditv1.Event {
+	index := map[types.UID]int{}
+	var out []auditv1.Event
+	for _, e := range events {
+		if i, ok := index[e.AuditID]; ok {
+			out[i] = e
+			continue
+		}
+		index[e.AuditID] = len(out)
+		out = append(out, e)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].RequestReceivedTimestamp.Before(&out[j].RequestReceivedTimestamp)
+	})
+	return out
+}
+
+// Code is an audited request's response code, 0 if none was logged.
+func Code(event auditv1.Event) int32 {
+	if event.ResponseStatus == nil {
+		return 0
+	}
+	return event.ResponseStatus.Code
 }
 
 // IsWrite reports whether an audit event records a mutating request.
@@ -152,9 +181,7 @@ func toWrite(e auditv1.Event) Write {
 	if pods := e.User.Extra[PodNameKey]; len(pods) == 1 {
 		w.Pod = pods[0]
 	}
-	if e.ResponseStatus != nil {
-		w.Code = e.ResponseStatus.Code
-	}
+	w.Code = Code(e)
 	return w
 }
 

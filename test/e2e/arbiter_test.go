@@ -248,7 +248,7 @@ func testForceDeletedLeader(t *testing.T, ns string) {
 			t.Errorf("after the thaw a request by the force-deleted pod %s was accepted: %s %s", leader, e.Verb, e.RequestURI)
 		case podOf(e) == leader && at.After(thawed):
 			refused++
-		case at.After(thawed) && code(e) == 401 && strings.HasPrefix(e.UserAgent, hyperv1.ControlPlaneOperatorName+"/"):
+		case at.After(thawed) && auditlog.Code(e) == 401 && strings.HasPrefix(e.UserAgent, hyperv1.ControlPlaneOperatorName+"/"):
 			// Every other control-plane-operator's token authenticates: a
 			// 401 is the deleted pod's.
 			unauthenticated++
@@ -397,7 +397,7 @@ func assertParentWroteNothing(t *testing.T, ns string, since time.Time) {
 	t.Helper()
 	for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
 		if e.User.Username == hoUser {
-			t.Errorf("the hypershift-operator wrote the Lease of a holder whose pod runs: %s at %s (%d)", e.Verb, e.RequestReceivedTimestamp.Format(time.StampMilli), code(e))
+			t.Errorf("the hypershift-operator wrote the Lease of a holder whose pod runs: %s at %s (%d)", e.Verb, e.RequestReceivedTimestamp.Format(time.StampMilli), auditlog.Code(e))
 		}
 	}
 }
@@ -442,13 +442,6 @@ func podOf(e auditv1.Event) string {
 		return pods[0]
 	}
 	return ""
-}
-
-func code(e auditv1.Event) int32 {
-	if e.ResponseStatus == nil {
-		return 0
-	}
-	return e.ResponseStatus.Code
 }
 
 // cpoPID returns the process of pod's control-plane-operator container.

@@ -1,13 +1,15 @@
 // Package operatorprocess runs an operator binary as a real process for a
-// test: as a pod would (POD_NAME set) and as a user of its own (a
-// kubeconfig), with its output kept, signals to send (SIGTERM, SIGSTOP,
-// SIGKILL), and its exit code and time recorded. When the test ends the
-// process gets SIGTERM, and SIGKILL if it has not exited 20 seconds later;
-// a failed test logs the end of its output.
+// test or a benchmark: as a pod would (POD_NAME set) and as a user of its
+// own (a kubeconfig), with its output kept, signals to send (SIGTERM,
+// SIGSTOP, SIGKILL), and its exit code and time recorded. Started for a
+// test, the process gets SIGTERM when the test ends, and SIGKILL if it has
+// not exited 20 seconds later; a failed test logs the end of its output.
 package operatorprocess
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -38,19 +40,37 @@ type Process struct {
 	exitedAt time.Time
 }
 
-// Start runs binary with args as pod (POD_NAME), with env added to this
-// process's environment, until the test ends.
-func Start(t testing.TB, binary, pod string, args []string, env ...string) *Process {
-	t.Helper()
-	p := &Process{Pod: pod, done: make(chan struct{})}
+// Options says how Launch runs a process.
+type Options struct {
+	// Pod is the POD_NAME it runs with, its Lease identity; "" for none.
+	Pod string
+	// Env is added to this process's environment.
+	Env []string
+	// Output receives its stdout and stderr; nil keeps them in memory, for
+	// Output.
+	Output io.Writer
+}
+
+// Launch runs binary with args as opts says. The process dies with this
+// one, even when this one is killed; Stop ends it.
+func Launch(binary string, args []string, opts Options) (*Process, error) {
+	p := &Process{Pod: opts.Pod, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(append(os.Environ(), hyperv1.PodNameEnv+"="+pod), env...)
+	p.cmd.Env = os.Environ()
+	if opts.Pod != "" {
+		p.cmd.Env = append(p.cmd.Env, hyperv1.PodNameEnv+"="+opts.Pod)
+	}
+	p.cmd.Env = append(p.cmd.Env, opts.Env...)
 	// exec copies the output from pipes; Wait returns once the copying is
 	// done, so the output is complete when done is closed.
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	var out io.Writer = p
+	if opts.Output != nil {
+		out = opts.Output
+	}
+	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("failed to start %s: %w", binary, err)
 	}
 	go func() {
 		err := p.cmd.Wait()
@@ -59,19 +79,45 @@ func Start(t testing.TB, binary, pod string, args []string, env ...string) *Proc
 		p.mu.Unlock()
 		close(p.done)
 	}()
+	return p, nil
+}
+
+// Start runs binary with args as pod (POD_NAME), with env added to this
+// process's environment, until the test ends; its output is kept in memory.
+func Start(t testing.TB, binary, pod string, args []string, env ...string) *Process {
+	t.Helper()
+	p, err := Launch(binary, args, Options{Pod: pod, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGCONT) // a frozen process could not stop
-		_ = p.Signal(syscall.SIGTERM)
-		if !p.Exited(stopGrace) {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		_ = p.Stop(stopGrace)
 		if t.Failed() {
 			t.Logf("%s output:\n%s", pod, Tail(p.Output(), 4000))
 		}
 	})
 	return p
 }
+
+// Stop sends SIGTERM (after SIGCONT: a frozen process could not stop),
+// kills the process if it has not exited grace later, and returns Wait's
+// error (nil for exit code 0). It may be called more than once.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+	default:
+		_ = p.Signal(syscall.SIGCONT)
+		_ = p.Signal(syscall.SIGTERM)
+		if !p.Exited(grace) {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	return p.ExitErr()
+}
+
+// PID is the process's ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Write keeps the process's output.
 func (p *Process) Write(b []byte) (int, error) {

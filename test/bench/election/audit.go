@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // request is one Lease request from the audit log.
@@ -28,40 +28,19 @@ func (r request) ok() bool    { return r.code >= 200 && r.code < 300 }
 // by namespace, in the order the API server received them. A watch is
 // logged when its response starts and when it ends; it counts once.
 func leaseRequests(events []auditv1.Event) map[string][]request {
-	type key struct {
-		ns string
-		i  int
-	}
-	seen := map[types.UID]key{}
 	out := map[string][]request{}
-	for _, e := range events {
+	for _, e := range auditlog.Requests(events) {
 		if e.ObjectRef == nil || e.ObjectRef.Resource != "leases" || !strings.HasPrefix(e.ObjectRef.Namespace, "election-") {
 			continue
 		}
-		ns := e.ObjectRef.Namespace
-		if k, ok := seen[e.AuditID]; ok {
-			if e.Stage == auditv1.StageResponseComplete {
-				out[k.ns][k.i].end = e.StageTimestamp.Time
-			}
-			continue
-		}
-		var code int32
-		if e.ResponseStatus != nil {
-			code = e.ResponseStatus.Code
-		}
-		r := request{at: e.RequestReceivedTimestamp.Time, user: e.User.Username, verb: e.Verb, code: code}
+		r := request{at: e.RequestReceivedTimestamp.Time, user: e.User.Username, verb: e.Verb, code: auditlog.Code(e)}
 		if e.Verb == "watch" {
-			code = 200
-			r.code = code
+			r.code = 200
 			if e.Stage == auditv1.StageResponseComplete {
 				r.end = e.StageTimestamp.Time
 			}
 		}
-		seen[e.AuditID] = key{ns, len(out[ns])}
-		out[ns] = append(out[ns], r)
-	}
-	for _, rs := range out {
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].at.Before(rs[j].at) })
+		out[e.ObjectRef.Namespace] = append(out[e.ObjectRef.Namespace], r)
 	}
 	return out
 }

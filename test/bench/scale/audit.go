@@ -9,32 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/hypershift-le/hypershift/test/auditlog"
 )
-
-// requests returns one audit event per request, ordered by when the API
-// server received it. The audit log records a long-running request (a
-// watch) when its response starts and again when it completes; the last
-// stage is kept.
-func requests(events []auditv1.Event) []auditv1.Event {
-	index := map[types.UID]int{}
-	var out []auditv1.Event
-	for _, e := range events {
-		if i, ok := index[e.AuditID]; ok {
-			out[i] = e
-			continue
-		}
-		index[e.AuditID] = len(out)
-		out = append(out, e)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		return out[i].RequestReceivedTimestamp.Before(&out[j].RequestReceivedTimestamp)
-	})
-	return out
-}
 
 // byUser keeps the requests made by user.
 func byUser(events []auditv1.Event, user string) []auditv1.Event {

@@ -23,6 +23,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -148,7 +149,7 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 		if r.ho == nil {
 			return
 		}
-		if stopErr := r.ho.stop(30 * time.Second); stopErr != nil && err == nil {
+		if stopErr := r.ho.Stop(30 * time.Second); stopErr != nil && err == nil {
 			fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", stopErr)
 		}
 	}()
@@ -177,7 +178,7 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	if err != nil {
 		return "", fmt.Errorf("failed to read the hypershift-operator's memory: %w", err)
 	}
-	if err := r.ho.stop(30 * time.Second); err != nil {
+	if err := r.ho.Stop(30 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", err)
 	}
 
@@ -185,7 +186,7 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	if err != nil {
 		return "", err
 	}
-	res := r.analyze(requests(events))
+	res := r.analyze(auditlog.Requests(events))
 	res.rss, res.hwm, res.sampledRSS = rss, hwm, r.ho.sampledPeakRSS()
 	res.settledMetrics, res.endMetrics = settledMetrics, endMetrics
 	res.print()

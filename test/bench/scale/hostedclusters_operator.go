@@ -88,7 +88,7 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag
 		return err
 	}
 	r.election = electionDefaults(ctx, binary)
-	fmt.Printf("hypershift-operator: pid %d, %s, log %s\n", r.ho.pid(), strings.Join(args, " "), r.ho.logPath)
+	fmt.Printf("hypershift-operator: pid %d, %s, log %s\n", r.ho.PID(), strings.Join(args, " "), r.ho.logPath)
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: operatorNamespace, Name: hyperv1.HypershiftOperatorLeaseName}

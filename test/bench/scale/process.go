@@ -8,24 +8,20 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
-// process is a child process this command started: it is killed if this
-// command dies, and stopped with SIGTERM (then SIGKILL) by stop.
+// process is the hypershift-operator this command started: it dies with
+// this command, and stop ends it with SIGTERM (then SIGKILL).
 type process struct {
+	*operatorprocess.Process
 	name    string
-	cmd     *exec.Cmd
 	logPath string
-	done    chan struct{}
-	err     error // the exit status, once done is closed
-
-	stopOnce sync.Once
 
 	mu sync.Mutex
 	// peakRSS is the largest VmRSS sampled, in bytes.
@@ -39,31 +35,23 @@ func startProcess(name, binary string, args, environ []string, logPath string) (
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the log of %s: %w", name, err)
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), environ...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The process dies with this command, even when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	proc, err := operatorprocess.Launch(binary, args, operatorprocess.Options{Env: environ, Output: logFile})
+	if err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("failed to start %s: %w", name, err)
+		return nil, err
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		<-proc.Done()
 		_ = logFile.Close()
-		close(p.done)
 	}()
-	return p, nil
+	return &process{Process: proc, name: name, logPath: logPath}, nil
 }
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
 
 // exited reports whether the process has ended, and its exit status.
 func (p *process) exited() (bool, error) {
 	select {
-	case <-p.done:
-		return true, p.err
+	case <-p.Done():
+		return true, p.ExitErr()
 	default:
 		return false, nil
 	}
@@ -78,30 +66,10 @@ func exitStatus(err error) error {
 	return err
 }
 
-// stop sends SIGTERM, waits up to grace, then kills. It returns the exit
-// status. It may be called more than once.
-func (p *process) stop(grace time.Duration) error {
-	p.stopOnce.Do(func() {
-		if done, _ := p.exited(); done {
-			return
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(grace):
-			fmt.Fprintf(os.Stderr, "%s did not stop within %s of SIGTERM: killing it\n", p.name, grace)
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	<-p.done
-	return p.err
-}
-
 // memory reads the process's current (VmRSS) and peak (VmHWM) resident
 // memory, in bytes, from /proc/<pid>/status.
 func (p *process) memory() (rss, hwm int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.pid()))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.PID()))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -131,7 +99,7 @@ func (p *process) memory() (rss, hwm int64, err error) {
 		return 0, 0, err
 	}
 	if hwm == 0 {
-		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.pid())
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.PID())
 	}
 	return rss, hwm, nil
 }
@@ -143,7 +111,7 @@ const clockTicks = 100
 // cpuTime reads the CPU time (user and system) the process has used so far
 // from /proc/<pid>/stat.
 func (p *process) cpuTime() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid()))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
 	if err != nil {
 		return 0, err
 	}
@@ -152,13 +120,13 @@ func (p *process) cpuTime() (time.Duration, error) {
 	fields := strings.Fields(string(data)[i+1:])
 	// utime and stime are fields 14 and 15 of the line, 12 and 13 after ")".
 	if i < 0 || len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.pid(), data)
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.PID(), data)
 	}
 	var ticks int64
 	for _, f := range fields[11:13] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.pid(), data)
+			return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.PID(), data)
 		}
 		ticks += n
 	}
@@ -181,7 +149,7 @@ func (p *process) sampleMemory(interval time.Duration, stop <-chan struct{}) {
 		case <-ticker.C:
 		case <-stop:
 			return
-		case <-p.done:
+		case <-p.Done():
 			return
 		}
 	}
