@@ -589,6 +589,7 @@ func (c *campaign) renew(ctx context.Context) string {
 		return "the Lease was deleted"
 	case apierrors.IsConflict(err):
 		// Another write: ours that timed out but landed, or a new holder.
+		tried := c.knownRV
 		c.refresh(rctx)
 		if c.known == nil {
 			return "the Lease was deleted"
@@ -596,8 +597,15 @@ func (c *campaign) renew(ctx context.Context) string {
 		if h := holderOf(c.known); h != c.e.identity {
 			return fmt.Sprintf("the Lease is now held by %q", h)
 		}
-		// Its own earlier renewal landed after all: renew on top of it.
+		// Its own earlier renewal landed after all (after an outage, the
+		// API server receives requests the candidate gave up on), or a
+		// change that kept the holder: renew on top of it at once, not a
+		// retry period later.
 		c.refused = false
+		if c.knownRV != tried {
+			c.retryAt = c.e.clock.Now()
+			return ""
+		}
 	default:
 		c.refused = !unanswered(err)
 		c.e.log.Info("Failed to renew the Lease; retrying", "err", err.Error(), "refused", c.refused,

@@ -459,6 +459,30 @@ func TestRenewalConflictWithItselfIsAdopted(t *testing.T) {
 	}
 }
 
+// TestCutOffLeaderRenewsOnItsLandedRenewalAtOnce: after an outage the API
+// server receives a renewal the cut-off leader had given up on; the
+// leader's next renewal conflicts with it, and it renews on top of it at
+// once, leading again without waiting another retry period.
+func TestCutOffLeaderRenewsOnItsLandedRenewalAtOnce(t *testing.T) {
+	api, clk, a, _ := leader(t)
+	api.setFail("update", apierrors.NewServiceUnavailable("etcd is down"))
+	clk.Step(timings.RenewDeadline)
+	a.settle(t)
+	clk.Step(timings.RenewDeadline)
+	a.settle(t)
+	if a.leading() {
+		t.Fatal("the leader-only work runs past the renew deadline")
+	}
+	api.mute()
+	api.setFail("update", nil)
+	api.write(heldBy("a", clk.Now())) // the renewal it gave up on lands
+	clk.Step(timings.RetryPeriod)
+	a.awaitLead(t) // no further step of the clock
+	if n := api.count("get"); n != 1 {
+		t.Errorf("%d gets, want the 1 after the conflict", n)
+	}
+}
+
 func TestStaleEventsAreIgnored(t *testing.T) {
 	clk := newClock()
 	c := &campaign{e: newElector(Config{Namespace: "ns", Name: "lease", Identity: "a", Timings: timings, Clock: clk}, newFakeAPI())}
