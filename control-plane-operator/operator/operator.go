@@ -71,8 +71,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
 
-// Validate refuses options the CPO must not run with; its timings are
-// validated once, by its elector (leaderelection.New).
+// Validate refuses options the CPO must not run with, its timings included:
+// their one validation in the process (the elector only guards them, as
+// client-go's does).
 func (o Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
@@ -84,6 +85,9 @@ func (o Options) Validate() error {
 	if o.LeaderElect {
 		if o.LeaderElectResourceName == "" {
 			errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
+		}
+		if err := o.Timings.Validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

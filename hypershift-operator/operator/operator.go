@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -82,13 +83,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
 
-// Validate refuses options the HO must not run with. Its own timings are
-// validated where they are used, by its elector (leaderelection.New), the
-// CPO's here: each once per process.
+// Validate refuses options the HO must not run with, its own timings and
+// the CPO's it renders included: the one validation of each in the process
+// (the elector only guards its own, as client-go's does).
 func (o Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	if o.LeaderElect {
+		if err := o.Timings.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("invalid hypershift-operator timings: %w", err))
+		}
 	}
 	if err := o.ControlPlaneOperatorTimings.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("invalid --cpo-leader-elect-* timings: %w", err))
@@ -143,6 +149,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+	}
+	leading := func() bool { return elector == nil || elector.Status().Leading }
+	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(mgr.GetClient(), leading)); err != nil {
+		return fmt.Errorf("failed to register the HostedCluster duration metrics: %w", err)
 	}
 	arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active()}
 	if err := mgr.AddPerTerm(arbiter.SetupWithManager); err != nil {

@@ -76,8 +76,8 @@ type Election struct {
 // does not answer, NewManager waits for it (startup.AwaitAPIServer) until
 // ctx ends.
 func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options, election Election, log logr.Logger) (*Manager, *Elector, error) {
-	// The elector first: it validates the timings, which must stop the
-	// process at once, not after the API server has answered.
+	// The elector first: its guard on the timings must stop the process at
+	// once, not after the API server has answered.
 	var elector *Elector
 	if election.Enabled {
 		identity := election.Identity
