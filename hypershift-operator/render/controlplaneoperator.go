@@ -66,6 +66,10 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 	}
+	args := []string{"--hosted-control-plane=" + in.HostedCluster.Name}
+	if level, ok := in.HostedCluster.Annotations[hyperv1.ControlPlaneOperatorLogLevelAnnotation]; ok {
+		args = append(args, "--zap-log-level="+level)
+	}
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:        in.objectMeta(hyperv1.ControlPlaneOperatorName),
 		Selector:    map[string]string{appLabel: hyperv1.ControlPlaneOperatorName},
@@ -77,7 +81,7 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 		LeaderElect: !unsafeNoElection,
 		Timings:     in.ControlPlaneOperatorTimings,
 		LeaseName:   hyperv1.ControlPlaneOperatorLeaseName,
-		Args:        []string{"--hosted-control-plane=" + in.HostedCluster.Name},
+		Args:        args,
 		Env: []corev1.EnvVar{
 			podspec.FieldEnv("MY_NAMESPACE", "metadata.namespace"),
 			{Name: hyperv1.OperateOnReleaseImageEnv, Value: in.ReleaseImage},

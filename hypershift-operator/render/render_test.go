@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,11 @@ func TestInputsValidate(t *testing.T) {
 		{name: "when everything is set, it is valid", mutate: func(*Inputs) {}},
 		{name: "when no CPO image is known, rendering is refused", mutate: func(in *Inputs) { in.ControlPlaneOperatorImage = "" }, wantErr: "no control-plane-operator image"},
 		{name: "when no release image is known, rendering is refused", mutate: func(in *Inputs) { in.ReleaseImage = "" }, wantErr: "no release image"},
+		{name: "when the CPO log level is a name, it is valid", mutate: func(in *Inputs) { setLogLevel(in, "debug") }},
+		{name: "when the CPO log level is a verbosity, it is valid", mutate: func(in *Inputs) { setLogLevel(in, "4") }},
+		{name: "when the CPO log level is unknown, rendering is refused", mutate: func(in *Inputs) { setLogLevel(in, "verbose") },
+			wantErr: `annotation hypershift.openshift.io/control-plane-operator-log-level is "verbose": want debug, info, error or a verbosity from 1 up`},
+		{name: "when the CPO log level is 0, rendering is refused", mutate: func(in *Inputs) { setLogLevel(in, "0") }, wantErr: "want debug, info, error or a verbosity from 1 up"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,5 +172,22 @@ func TestClusterOfReadsWhatClusterKeyWrites(t *testing.T) {
 	}
 	if got, ok := ClusterOf(&metav1.ObjectMeta{}); ok {
 		t.Errorf("ClusterOf(no annotation) = %v, want none", got)
+	}
+}
+
+func setLogLevel(in *Inputs, level string) {
+	in.HostedCluster.Annotations = map[string]string{hyperv1.ControlPlaneOperatorLogLevelAnnotation: level}
+}
+
+// TestControlPlaneOperatorLogLevel checks that the annotation reaches the
+// CPO's arguments, and that without it the CPO runs at its default.
+func TestControlPlaneOperatorLogLevel(t *testing.T) {
+	in := testInputs(hyperv1.SingleReplica)
+	if args := ControlPlaneOperatorDeployment(in).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--zap-log-level") }) {
+		t.Fatalf("without the annotation the args set a log level: %v", args)
+	}
+	setLogLevel(&in, "debug")
+	if args := ControlPlaneOperatorDeployment(in).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--zap-log-level=debug") {
+		t.Fatalf("args %v, want --zap-log-level=debug", args)
 	}
 }

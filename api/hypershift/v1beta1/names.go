@@ -17,6 +17,12 @@ const (
 	// control-plane-operator image the release payload names.
 	ControlPlaneOperatorImageAnnotation = "hypershift.openshift.io/control-plane-operator-image"
 
+	// ControlPlaneOperatorLogLevelAnnotation on a HostedCluster sets the
+	// control-plane-operator's --zap-log-level: debug, info, error, or a
+	// verbosity from 1 up (1 is info, higher is more detailed). The HO
+	// renders the CPO's Deployment, so this is the way to change it.
+	ControlPlaneOperatorLogLevelAnnotation = "hypershift.openshift.io/control-plane-operator-log-level"
+
 	// HostedControlPlaneLabel marks a control-plane namespace.
 	HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
 

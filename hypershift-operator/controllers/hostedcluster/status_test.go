@@ -236,6 +236,12 @@ func TestANewClusterThatCannotStartSaysWhy(t *testing.T) {
 			mutate: func(*cluster) func(*hyperv1.HostedCluster) {
 				return func(hc *hyperv1.HostedCluster) { hc.Spec.PullSecret.Name = "nowhere" }
 			}},
+		{name: "when the control-plane-operator log level is not one", reason: "InvalidConfiguration", says: "control-plane-operator-log-level",
+			mutate: func(*cluster) func(*hyperv1.HostedCluster) {
+				return func(hc *hyperv1.HostedCluster) {
+					hc.Annotations = map[string]string{hyperv1.ControlPlaneOperatorLogLevelAnnotation: "verbose"}
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
