@@ -24,8 +24,10 @@ import (
 // --zap-log-level, ...) on fs and returns the options they fill.
 func LoggingFlags(fs *pflag.FlagSet) *zap.Options {
 	// Timestamps in RFC 3339 with milliseconds, unless --zap-time-encoding
-	// says otherwise.
-	opts := &zap.Options{TimeEncoder: zapcore.TimeEncoderOfLayout(TimeLayout)}
+	// says otherwise; stack traces only for panics, unless
+	// --zap-stacktrace-level says otherwise: an error's message says what
+	// failed, and the stack of a reconcile error is controller-runtime's.
+	opts := &zap.Options{TimeEncoder: zapcore.TimeEncoderOfLayout(TimeLayout), StacktraceLevel: zapcore.PanicLevel}
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.BindFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)

@@ -211,4 +211,3 @@ func checkCondition(hc *hyperv1.HostedCluster, conditionType string, status meta
 	}
 	return nil
 }
-

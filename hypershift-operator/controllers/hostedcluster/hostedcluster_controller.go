@@ -10,16 +10,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
@@ -70,6 +73,12 @@ type Reconciler struct {
 
 	fences fences
 	leases *leaseClock
+	// waits spaces the passes of HostedClusters that wait on their user
+	// (waitBackoff).
+	waits workqueue.TypedRateLimiter[reconcile.Request]
+	// reported holds, by "<HostedCluster UID>/<condition>", the reason and
+	// message reportOnChange last reported.
+	reported sync.Map
 	// kubeconfigs caches the Secrets in which the control-plane-operators
 	// publish their admin kubeconfigs (SetupCaches).
 	kubeconfigs cache.Cache
@@ -140,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	result, err := r.reconcileNormal(ctx, s)
 	if refused := (*refusal)(nil); errors.As(err, &refused) {
-		return r.refuse(s, refused), nil
+		return r.refuse(ctx, s, refused), nil
 	}
 	// Status follows the world even when a phase failed: a rollout that
 	// could not be applied must not look rolled out.
@@ -150,6 +159,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		result = earliest(result, statusResult)
 	}
 	r.setReconciliationSucceeded(s, err)
+	if wait := (*waiting)(nil); errors.As(err, &wait) {
+		// Reported once by its phase; retried without an error log. What
+		// status derived from the control plane's objects does not hide
+		// why a new control plane does not start.
+		setBlocked(s.hc, wait.reason, wait.message)
+		if wait.untilChanged {
+			return result, nil
+		}
+		return earliest(result, ctrl.Result{RequeueAfter: r.waits.When(req)}), nil
+	}
+	r.waits.Forget(req)
 	return result, err
 }
 

@@ -15,6 +15,13 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
+// The reasons of the teardown's events, one per step.
+const (
+	DeletingControlPlaneReason = "DeletingHostedControlPlane"
+	DeletingNamespaceReason    = "DeletingControlPlaneNamespace"
+	TornDownReason             = "TornDown"
+)
+
 // teardownPoll is how often an unfinished teardown is looked at again when
 // no watch event is expected to wake it.
 const teardownPoll = 5 * time.Second
@@ -48,7 +55,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Control plane torn down")
+	r.forgetReports(s.hc)
+	if owned {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, TornDownReason, "Teardown", "Control plane torn down: control-plane namespace %s deleted", s.namespace)
+	}
 	return ctrl.Result{}, nil
+}
+
+// forgetReports drops what reportOnChange remembers of hc.
+func (r *Reconciler) forgetReports(hc *hyperv1.HostedCluster) {
+	for _, conditionType := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, LeaderFencing} {
+		r.reported.Delete(string(hc.UID) + "/" + conditionType)
+	}
 }
 
 // teardown removes, in order, the HostedControlPlane, the fencing binding
@@ -82,6 +100,8 @@ func (r *Reconciler) deleteHostedControlPlane(ctx context.Context, s *scope) (bo
 		if err := r.Client.Delete(ctx, hcp); err != nil && !apierrors.IsNotFound(err) {
 			return false, ctrl.Result{}, fmt.Errorf("failed to delete HostedControlPlane: %w", err)
 		}
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, DeletingControlPlaneReason, "Teardown",
+			"Deleting HostedControlPlane %s/%s: its control-plane-operator removes the control plane's components", hcp.Namespace, hcp.Name)
 		return false, ctrl.Result{RequeueAfter: r.teardownTimeout()}, nil
 	}
 	waited := r.now().Sub(hcp.DeletionTimestamp.Time)
@@ -142,6 +162,8 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (bool, ctrl.
 		if err := r.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
 			return false, ctrl.Result{}, fmt.Errorf("failed to delete namespace %s: %w", s.namespace, err)
 		}
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, DeletingNamespaceReason, "Teardown",
+			"Deleting control-plane namespace %s with everything in it, etcd's data included", s.namespace)
 	}
 	return false, ctrl.Result{RequeueAfter: teardownPoll}, nil
 }

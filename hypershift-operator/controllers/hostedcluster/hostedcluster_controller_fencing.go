@@ -58,6 +58,7 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 		if missing != "" {
 			conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "FencingPolicyMissing",
 				"The API server does not fence control-plane-operator writes: "+missing+" does not exist (the hypershift-operator re-creates it)")
+			r.reportOnChange(ctx, s, LeaderFencing)
 		}
 		return err
 	}

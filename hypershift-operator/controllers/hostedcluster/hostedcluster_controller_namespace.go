@@ -156,12 +156,12 @@ func (r *Reconciler) ownsNamespace(ctx context.Context, s *scope) (bool, error) 
 }
 
 // refuse reports a refusal in status, and in an event when it is new.
-func (r *Reconciler) refuse(s *scope, refused *refusal) ctrl.Result {
+func (r *Reconciler) refuse(ctx context.Context, s *scope, refused *refusal) ctrl.Result {
 	hc := s.hc
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, refused.reason, refused.message)
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, refused.reason, refused.message)
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, refused.reason, refused.message)
 	hc.Status.ControlPlaneOperator = nil
-	r.warnOnChange(s, hyperv1.ValidConfiguration)
+	r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
 	return ctrl.Result{RequeueAfter: refusalRecheck}
 }

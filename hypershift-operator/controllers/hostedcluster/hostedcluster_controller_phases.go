@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,23 +28,33 @@ const ControlPlaneOperatorImageTag = "hypershift"
 
 // reconcileRelease reads the pull secret and the release payload. A failure
 // sets ValidConfiguration or ValidReleaseImage and stops the pass before
-// anything is applied: what already runs keeps running.
+// anything is applied: what already runs keeps running. A missing pull
+// secret, a release tag that does not exist, credentials the registry
+// refuses and a payload that is not a release wait on the user (waiting).
 func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hc := s.hc
 	pullSecret, err := r.pullSecret(ctx, hc)
 	if err != nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, hyperv1.PullSecretUnavailableReason, err.Error())
 		setBlocked(hc, hyperv1.PullSecretUnavailableReason, err.Error())
-		r.warnOnChange(s, hyperv1.ValidConfiguration)
+		r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
+		if wait := (*waiting)(nil); errors.As(err, &wait) {
+			wait.reason, wait.message = hyperv1.PullSecretUnavailableReason, err.Error()
+		}
 		return ctrl.Result{}, err
 	}
 	release, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
 	if err != nil {
 		// The error names the image already: one sentence, no repeated
 		// prefix.
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseErrorReason(err), upperFirst(err.Error()))
-		setBlocked(hc, releaseErrorReason(err), upperFirst(err.Error()))
-		r.warnOnChange(s, hyperv1.ValidReleaseImage)
+		reason := releaseErrorReason(err)
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionFalse, reason, upperFirst(err.Error()))
+		setBlocked(hc, reason, upperFirst(err.Error()))
+		r.reportOnChange(ctx, s, hyperv1.ValidReleaseImage)
+		switch reason {
+		case hyperv1.ReleaseImageNotFoundReason, hyperv1.ReleaseImageUnauthorizedReason, hyperv1.ReleaseImageMalformedReason:
+			return ctrl.Result{}, &waiting{reason: reason, message: upperFirst(err.Error()), err: err}
+		}
 		return ctrl.Result{}, err
 	}
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
@@ -59,21 +70,23 @@ func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) 
 	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)
+			return nil, &waiting{err: fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)}
 		}
 		return nil, fmt.Errorf("failed to get pull secret %s: %w", key, err)
 	}
 	data, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
-		return nil, fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)
+		return nil, &waiting{err: fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)}
 	}
 	return data, nil
 }
 
-// warnOnChange records a Warning event with the reason and message of the
-// False condition conditionType when they differ from what the pass
-// started with: once per change, not once per retry.
-func (r *Reconciler) warnOnChange(s *scope, conditionType string) {
+// reportOnChange records a Warning event, and logs at info level, the
+// reason and message of the False condition conditionType when they differ
+// from what the pass started with and from what this process last
+// reported (a pass can start from a cached copy older than the previous
+// pass's status): once per change, not once per retry.
+func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType string) {
 	now := meta.FindStatusCondition(s.hc.Status.Conditions, conditionType)
 	if now == nil || now.Status != metav1.ConditionFalse {
 		return
@@ -82,7 +95,37 @@ func (r *Reconciler) warnOnChange(s *scope, conditionType string) {
 		before.Status == now.Status && before.Reason == now.Reason && before.Message == now.Message {
 		return
 	}
+	key, report := string(s.hc.UID)+"/"+conditionType, now.Reason+"\x00"+now.Message
+	if last, ok := r.reported.Swap(key, report); ok && last == report {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info(conditionType+" is False: "+now.Message, "reason", now.Reason)
 	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, now.Reason, "Reconcile", "%s", now.Message)
+}
+
+// waiting is the error of a phase that waits on the HostedCluster's user
+// (a pull secret to create, a release tag to push, credentials to fix),
+// not a failure of the operator: its condition says what to do, and
+// reportOnChange has told it once. The pass is retried with waitBackoff's
+// delays, and nothing is logged as an error.
+type waiting struct {
+	// reason and message are what Available says while the control plane
+	// has not run yet.
+	reason, message string
+	err             error
+	// untilChanged is set when only a change can help: no retry.
+	untilChanged bool
+}
+
+func (w *waiting) Error() string { return w.err.Error() }
+func (w *waiting) Unwrap() error { return w.err }
+
+// waitBackoff returns how long a HostedCluster that waits on its user
+// waits before its next pass: 2s, doubling to 5m, restarting from 2s once a
+// pass gets past the wait. A change of the HostedCluster or its pull
+// secret starts a pass at once anyway.
+func waitBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](2*time.Second, 5*time.Minute)
 }
 
 // setBlocked reports, on a HostedCluster whose control plane does not
@@ -143,8 +186,12 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ControlPlaneOperatorTimings: r.ControlPlaneOperatorTimings,
 	}
 	if err := in.Validate(); err != nil {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", upperFirst(err.Error()))
+		setBlocked(s.hc, "InvalidConfiguration", upperFirst(err.Error()))
+		r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
+		// Only a change of the HostedCluster (which starts a pass) or of
+		// the operator's flags can fix it: no retry.
+		return ctrl.Result{}, &waiting{reason: "InvalidConfiguration", message: upperFirst(err.Error()), err: err, untilChanged: true}
 	}
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
 

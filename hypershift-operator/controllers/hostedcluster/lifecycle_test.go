@@ -137,6 +137,29 @@ func TestDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitGone(t, c)
+		// Each step of the teardown is told once, in an event.
+		testutil.Eventually(t, converge, func() error {
+			list := &eventsv1.EventList{}
+			if err := env.Client.List(t.Context(), list, client.InNamespace(c.hc.Namespace)); err != nil {
+				return err
+			}
+			steps := map[string]int{}
+			for _, e := range list.Items {
+				if e.Regarding.Name == c.hc.Name && e.Type == corev1.EventTypeNormal && e.Action == "Teardown" {
+					n := 1
+					if e.Series != nil {
+						n = int(e.Series.Count)
+					}
+					steps[e.Reason] += n
+				}
+			}
+			for _, reason := range []string{hostedcluster.DeletingControlPlaneReason, hostedcluster.DeletingNamespaceReason, hostedcluster.TornDownReason} {
+				if steps[reason] != 1 {
+					return fmt.Errorf("teardown events %v, want one of each step", steps)
+				}
+			}
+			return nil
+		})
 	})
 
 	t.Run("when no CPO holds the Lease, the HO finishes the teardown itself and says so", func(t *testing.T) {
