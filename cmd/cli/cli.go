@@ -10,13 +10,15 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
@@ -24,49 +26,53 @@ import (
 const FieldOwner = "hypershift-cli"
 
 // KubeconfigFlags are the connection flags every command that talks to a
-// cluster takes, as kubectl names them.
+// cluster takes: kubectl's own (genericclioptions.ConfigFlags: --kubeconfig,
+// --context, --cluster, --user, --as, --as-group, --as-uid, --token,
+// --server, --certificate-authority, --request-timeout and the rest),
+// except --namespace, which each command defines with the one default rule
+// (DefaultNamespace).
 type KubeconfigFlags struct {
-	// Kubeconfig is a kubeconfig path; empty means kubectl's rules
-	// ($KUBECONFIG, then ~/.kube/config).
-	Kubeconfig string
-	// Context is the kubeconfig context; empty means the current one.
-	Context string
-	// RequestTimeout bounds each request.
-	RequestTimeout time.Duration
+	flags *genericclioptions.ConfigFlags
 }
 
-// AddFlags registers --kubeconfig, --context and --request-timeout.
-func (f *KubeconfigFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to the kubeconfig file; by default $KUBECONFIG, then ~/.kube/config.")
-	fs.StringVar(&f.Context, "context", f.Context, "The kubeconfig context to use; by default the current one.")
-	fs.DurationVar(&f.RequestTimeout, "request-timeout", 30*time.Second, "How long to wait for a single request to the API server.")
-}
+// DefaultNamespace is where every command looks for HostedClusters unless
+// -n/--namespace says otherwise, as HyperShift's CLI does: not the
+// kubeconfig context's namespace.
+const DefaultNamespace = "clusters"
 
-func (f *KubeconfigFlags) loader() clientcmd.ClientConfig {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.Kubeconfig != "" {
-		rules.ExplicitPath = f.Kubeconfig
+// defaultRequestTimeout bounds each request unless --request-timeout says
+// otherwise (kubectl's default, 0, waits forever).
+const defaultRequestTimeout = "30s"
+
+func (f *KubeconfigFlags) config() *genericclioptions.ConfigFlags {
+	if f.flags == nil {
+		f.flags = genericclioptions.NewConfigFlags(false)
+		f.flags.Namespace = nil // each command's own -n
+		f.flags.CacheDir = nil  // no discovery cache to keep
+		*f.flags.Timeout = defaultRequestTimeout
 	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context})
+	return f.flags
 }
 
-// RESTConfig loads the kubeconfig.
+// AddFlags registers kubectl's connection flags on fs.
+func (f *KubeconfigFlags) AddFlags(fs *pflag.FlagSet) {
+	f.config().AddFlags(fs)
+}
+
+// RESTConfig loads the kubeconfig with the flags' overrides.
 func (f *KubeconfigFlags) RESTConfig() (*rest.Config, error) {
-	cfg, err := f.loader().ClientConfig()
+	cfg, err := f.config().ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("failed to load the kubeconfig: %w", err)
 	}
-	cfg.Timeout = f.RequestTimeout
 	return cfg, nil
 }
 
-// Namespace returns the kubeconfig context's namespace ("default" if none).
-func (f *KubeconfigFlags) Namespace() string {
-	ns, _, err := f.loader().Namespace()
-	if err != nil || ns == "" {
-		return "default"
-	}
-	return ns
+// AddNamespaceFlag registers -n/--namespace on fs, defaulting to
+// DefaultNamespace, for the HostedClusters a command works on; usage is
+// completed with the default.
+func AddNamespaceFlag(fs *pflag.FlagSet, namespace *string, usage string) {
+	fs.StringVarP(namespace, "namespace", "n", DefaultNamespace, usage+" (not the kubeconfig context's: the same default for every command).")
 }
 
 // Connect returns a client for the kubeconfig's cluster, and the
@@ -82,6 +88,72 @@ func (f *KubeconfigFlags) Connect() (client.Client, *rest.Config, error) {
 		return nil, nil, Explain(cfg.Host, err)
 	}
 	return c, cfg, nil
+}
+
+// NameArg completes a command that takes a HostedCluster's name as kubectl
+// takes an object's: as its one argument, or, as HyperShift's CLI does, as
+// --name (into name); both may be given only if they agree. With required,
+// a name must be given one way or the other.
+func NameArg(cmd *cobra.Command, name *string, usage string, required bool) {
+	cmd.Flags().StringVar(name, "name", "", usage+" Also the command's argument.")
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
+			return err
+		}
+		if len(args) == 1 {
+			if cmd.Flags().Changed("name") && *name != args[0] {
+				return fmt.Errorf("the name is given twice, as %q and as --name=%q: give one", args[0], *name)
+			}
+			*name = args[0]
+		}
+		if required && *name == "" {
+			return fmt.Errorf("a HostedCluster name is required: %s NAME (or --name=NAME)", cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// CompleteNames completes, for shell completion, cmd's argument and --name
+// with the HostedClusters in the namespace -n gives, and -n with the
+// namespaces, as the kubeconfig lets the user list them. Completion never
+// fails loudly: a cluster that cannot be reached completes nothing.
+func CompleteNames(cmd *cobra.Command, kube *KubeconfigFlags, namespace *string) {
+	names := func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, _, err := kube.Connect()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		list := &hyperv1.HostedClusterList{}
+		if err := c.List(cmd.Context(), list, client.InNamespace(*namespace)); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		out := make([]string, 0, len(list.Items))
+		for _, hc := range list.Items {
+			out = append(out, hc.Name)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	namespaces := func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		c, _, err := kube.Connect()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		list := &corev1.NamespaceList{}
+		if err := c.List(cmd.Context(), list); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		out := make([]string, 0, len(list.Items))
+		for _, ns := range list.Items {
+			out = append(out, ns.Name)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	cmd.ValidArgsFunction = names
+	_ = cmd.RegisterFlagCompletionFunc("name", names)
+	_ = cmd.RegisterFlagCompletionFunc("namespace", namespaces)
 }
 
 // Explain rewrites a connection failure to the API server at host into a

@@ -82,7 +82,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "when the name is missing, it is refused", args: []string{"--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: `required flag(s) "name" not set`},
+		{name: "when the name is missing, it is refused", args: []string{"--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: "a HostedCluster name is required"},
 		{name: "when the policy is unknown, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret, "--control-plane-availability-policy=Triple", "--render"}, want: `invalid --control-plane-availability-policy "Triple"`},
 		{name: "when the pull secret file is missing, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=/does/not/exist", "--render"}, want: "failed to read --pull-secret"},
 	}

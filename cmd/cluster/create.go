@@ -44,28 +44,27 @@ type CreateOptions struct {
 
 // NewCreateCommand returns `hypershift create` with `cluster none`.
 func NewCreateCommand() *cobra.Command {
-	create := &cobra.Command{Use: "create", Short: "Create hosted clusters", Example: "  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
-	clusterCmd := &cobra.Command{Use: "cluster", Short: "Create a HostedCluster", Example: "  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
+	create := &cobra.Command{Use: "create", Short: "Create hosted clusters", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
+	clusterCmd := &cobra.Command{Use: "cluster", Short: "Create a HostedCluster", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
 	o := &CreateOptions{}
 	none := &cobra.Command{
-		Use:   "none",
+		Use:   "none NAME",
 		Short: "Create a HostedCluster on platform None (workers brought by you)",
 		Example: `  # Create a cluster and wait until its API answers with the admin kubeconfig
-  hypershift create cluster none --name=demo --namespace=clusters \
+  hypershift create cluster none demo -n clusters \
     --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 \
     --pull-secret=pull-secret.json --external-api-server-address=api.demo.example.com --wait --timeout=20m
-  hypershift create kubeconfig --name=demo --namespace=clusters > demo.kubeconfig
+  hypershift create kubeconfig demo -n clusters > demo.kubeconfig
 
   # Print the objects instead of creating them
-  hypershift create cluster none --name=demo --release-image=... --pull-secret=pull-secret.json --render`,
-		Args: cobra.NoArgs,
+  hypershift create cluster none demo --release-image=... --pull-secret=pull-secret.json --render`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.Run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
+	cli.NameArg(none, &o.Name, "The HostedCluster's name (required).", true)
 	fs := none.Flags()
-	fs.StringVar(&o.Name, "name", "", "The HostedCluster's name (required).")
-	fs.StringVar(&o.Namespace, "namespace", "clusters", "The HostedCluster's namespace; created when missing.")
+	cli.AddNamespaceFlag(fs, &o.Namespace, "The HostedCluster's namespace; created when missing")
 	fs.StringVar(&o.ReleaseImage, "release-image", "", "The release payload pull spec (required).")
 	fs.StringVar(&o.PullSecretFile, "pull-secret", "", "A file with the registry credentials (.dockerconfigjson) (required).")
 	fs.StringVar(&o.AvailabilityPolicy, "control-plane-availability-policy", string(hyperv1.SingleReplica), "SingleReplica or HighlyAvailable.")
@@ -78,7 +77,7 @@ func NewCreateCommand() *cobra.Command {
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available and a request with its admin kubeconfig succeeds.")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
-	for _, flag := range []string{"name", "release-image", "pull-secret"} {
+	for _, flag := range []string{"release-image", "pull-secret"} {
 		_ = none.MarkFlagRequired(flag)
 	}
 	clusterCmd.AddCommand(none)

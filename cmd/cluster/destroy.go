@@ -27,10 +27,10 @@ type DestroyOptions struct {
 
 // NewDestroyCommand returns `hypershift destroy` with `cluster`.
 func NewDestroyCommand() *cobra.Command {
-	destroy := &cobra.Command{Use: "destroy", Short: "Destroy hosted clusters", Example: "  hypershift destroy cluster --name=demo --namespace=clusters --wait"}
+	destroy := &cobra.Command{Use: "destroy", Short: "Destroy hosted clusters", Example: "  hypershift destroy cluster demo -n clusters --wait"}
 	o := &DestroyOptions{}
 	clusterCmd := &cobra.Command{
-		Use:   "cluster",
+		Use:   "cluster NAME",
 		Short: "Delete a HostedCluster and, with --wait, wait until its control plane is gone",
 		Long: `Delete a HostedCluster. The hypershift-operator tears its control plane down:
 the control-plane-operator removes the components, then the control-plane
@@ -42,17 +42,16 @@ too, and so does the pull secret when ` + "`hypershift create cluster`" + ` crea
 created yourself is left alone. With --wait, it reports each step until the
 HostedCluster is gone.`,
 		Example: `  # Delete and wait for the teardown, reporting each step
-  hypershift destroy cluster --name=demo --namespace=clusters --wait --timeout=10m`,
-		Args: cobra.NoArgs,
+  hypershift destroy cluster demo -n clusters --wait --timeout=10m`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context(), cmd.OutOrStdout()) },
 	}
+	cli.NameArg(clusterCmd, &o.Name, "The HostedCluster's name (required).", true)
 	fs := clusterCmd.Flags()
-	fs.StringVar(&o.Name, "name", "", "The HostedCluster's name (required).")
-	fs.StringVar(&o.Namespace, "namespace", "clusters", "The HostedCluster's namespace.")
+	cli.AddNamespaceFlag(fs, &o.Namespace, "The HostedCluster's namespace")
+	cli.CompleteNames(clusterCmd, &o.kube, &o.Namespace)
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is gone.")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
-	_ = clusterCmd.MarkFlagRequired("name")
 	destroy.AddCommand(clusterCmd)
 	return destroy
 }

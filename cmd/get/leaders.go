@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -21,12 +22,18 @@ import (
 	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
-// Output formats of `get leaders`.
+// Output formats of `get leaders`; jsonpath takes its template after "=",
+// as kubectl's -o jsonpath=... does.
 const (
-	outputTable = "table"
-	outputJSON  = "json"
-	outputYAML  = "yaml"
+	outputTable    = "table"
+	outputWide     = "wide"
+	outputJSON     = "json"
+	outputYAML     = "yaml"
+	outputJSONPath = "jsonpath"
 )
+
+// outputFormats are the -o values, for help and completion.
+var outputFormats = []string{outputTable, outputWide, outputJSON, outputYAML, outputJSONPath + "="}
 
 // defaultHypershiftNamespace is where the hypershift-operator runs unless
 // installed elsewhere.
@@ -38,6 +45,9 @@ type leadersOptions struct {
 	allNamespaces       bool
 	namespace           string
 	output              string
+	noHeaders           bool
+	watch               bool
+	watchInterval       time.Duration
 	hypershiftNamespace string
 
 	// now is the clock leases are judged against.
@@ -62,7 +72,7 @@ HOLDER POD shows the phase of the control-plane-operator holder's pod, or
 HOLDER GONE when that pod no longer runs it (it does not exist, it failed or
 succeeded, or it is being deleted and its container terminated): the
 hypershift-operator then releases the Lease, and a standby takes it.`,
-		Example: `  # Leaders of the HostedClusters in the current namespace
+		Example: `  # Leaders of the HostedClusters in the clusters namespace
   hypershift get leaders
 
   # Leaders of every HostedCluster, as JSON
@@ -72,9 +82,6 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
   hypershift get leaders -n clusters --hypershift-namespace hypershift-system`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("namespace") {
-				o.namespace = o.kubeconfig.Namespace()
-			}
 			w := o.out
 			if w == nil {
 				w = cmd.OutOrStdout()
@@ -84,8 +91,12 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
 	}
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List HostedClusters in all namespaces; overrides --namespace.")
-	fs.StringVarP(&o.namespace, "namespace", "n", "", "Namespace of the HostedClusters; by default the kubeconfig context's namespace.")
-	fs.StringVarP(&o.output, "output", "o", outputTable, "Output format: table, json or yaml.")
+	cli.AddNamespaceFlag(fs, &o.namespace, "Namespace of the HostedClusters")
+	fs.StringVarP(&o.output, "output", "o", outputTable, "Output format: table, wide (with acquire times and lease durations), json, yaml or jsonpath=TEMPLATE (kubectl's JSONPath, over the JSON output).")
+	fs.BoolVar(&o.noHeaders, "no-headers", false, "With table or wide output, print the rows without the column headers.")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "After the first listing, print the rows that change (holder, validity, transitions, holder pod) until interrupted; table and wide output only.")
+	fs.DurationVar(&o.watchInterval, "watch-interval", 2*time.Second, "With --watch, how often the Leases are read.")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	fs.StringVar(&o.hypershiftNamespace, "hypershift-namespace", defaultHypershiftNamespace, "Namespace of the hypershift-operator and its Lease.")
 	o.kubeconfig.AddFlags(fs)
 	return cmd
@@ -93,10 +104,23 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
 
 // run checks the options, reads the Leases and prints them.
 func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
-	switch o.output {
-	case outputTable, outputJSON, outputYAML:
+	format, template, _ := strings.Cut(o.output, "=")
+	var jp *jsonpath.JSONPath
+	switch format {
+	case outputTable, outputWide, outputJSON, outputYAML:
+		if template != "" {
+			return fmt.Errorf("output format %q takes no template", format)
+		}
+	case outputJSONPath:
+		jp = jsonpath.New("leaders").AllowMissingKeys(true)
+		if err := jp.Parse(template); err != nil {
+			return fmt.Errorf("invalid jsonpath template %q: %w", template, err)
+		}
 	default:
-		return fmt.Errorf("unsupported output format %q: use table, json or yaml", o.output)
+		return fmt.Errorf("unsupported output format %q: use table, wide, json, yaml or jsonpath=TEMPLATE", o.output)
+	}
+	if o.watch && format != outputTable && format != outputWide {
+		return fmt.Errorf("--watch prints table rows: use it with -o table or -o wide, not %s", format)
 	}
 	cfg, err := o.kubeconfig.RESTConfig()
 	if err != nil {
@@ -111,13 +135,45 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return cli.Explain(cfg.Host, err)
 	}
-	switch o.output {
+	table := tableOptions{wide: format == outputWide, noHeaders: o.noHeaders}
+	switch format {
 	case outputJSON:
 		return printJSON(out, leaders)
 	case outputYAML:
 		return printYAML(out, leaders)
-	default:
-		return printTable(out, leaders, now, o.emptyMessage())
+	case outputJSONPath:
+		return printJSONPath(out, leaders, jp)
+	}
+	if err := printTable(out, leaders, now, o.emptyMessage(), table); err != nil {
+		return err
+	}
+	if !o.watch {
+		return nil
+	}
+	return o.watchRows(ctx, c, out, leaders, table, cfg.Host)
+}
+
+// watchRows reads the Leases every watch interval and prints, without
+// headers, each row whose holder, validity, transitions or holder pod
+// changed, until ctx ends (Ctrl-C).
+func (o *leadersOptions) watchRows(ctx context.Context, c client.Client, out io.Writer, last *Leaders, table tableOptions, host string) error {
+	ticker := time.NewTicker(o.watchInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+		now := o.now()
+		leaders, err := o.gather(ctx, c, now)
+		if err != nil {
+			return cli.Explain(host, err)
+		}
+		if err := printChangedRows(out, last, leaders, now, table); err != nil {
+			return err
+		}
+		last = leaders
 	}
 }
 

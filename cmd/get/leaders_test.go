@@ -3,10 +3,13 @@ package get
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +28,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -178,7 +182,12 @@ func TestLeadersOutput(t *testing.T) {
 		{golden: "all.json", args: []string{"leaders", "--all-namespaces", "-o", "json"}},
 		{golden: "all.yaml", args: []string{"leaders", "-A", "--output", "yaml"}},
 		{golden: "namespace.table", args: []string{"leader", "-n", "leaders-b"}},
-		{golden: "context-namespace.table", args: []string{"leaders", "--kubeconfig", inLeadersA}},
+		// The kubeconfig context's namespace is not the default: clusters is,
+		// for every command.
+		{golden: "default-namespace.table", args: []string{"leaders", "--kubeconfig", inLeadersA, "--hypershift-namespace", "leaders-nowhere"}},
+		{golden: "all.wide", args: []string{"leaders", "-A", "-o", "wide"}},
+		{golden: "all-no-headers.table", args: []string{"leaders", "-A", "--no-headers"}},
+		{golden: "holders.jsonpath", args: []string{"leaders", "-A", "-o", `jsonpath={range .clusters[*]}{.name}={.lease.holderIdentity}{"\n"}{end}`}},
 		{golden: "empty.table", args: []string{"leaders", "-n", "leaders-empty", "--hypershift-namespace", "leaders-nowhere"}},
 		{golden: "empty.json", args: []string{"leaders", "--namespace", "leaders-empty", "--hypershift-namespace", "leaders-nowhere", "-o", "json"}},
 	} {
@@ -240,7 +249,9 @@ func TestLeadersErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "bad output, checked before the API server is contacted", args: []string{"leaders", "-o", "wide", "--kubeconfig", down}, want: `unsupported output format "wide": use table, json or yaml`},
+		{name: "bad output, checked before the API server is contacted", args: []string{"leaders", "-o", "name", "--kubeconfig", down}, want: `unsupported output format "name": use table, wide, json, yaml or jsonpath=TEMPLATE`},
+		{name: "bad jsonpath, checked before the API server is contacted", args: []string{"leaders", "-o", "jsonpath={.clusters[", "--kubeconfig", down}, want: `invalid jsonpath template "{.clusters["`},
+		{name: "watch with JSON", args: []string{"leaders", "-w", "-o", "json", "--kubeconfig", down}, want: "--watch prints table rows: use it with -o table or -o wide, not json"},
 		{name: "unexpected argument", args: []string{"leaders", "demo", "--kubeconfig", down}, want: `unknown command "demo" for "get leaders"`},
 		{name: "unknown subcommand", args: []string{"leaderz"}, want: `unknown command "leaderz" for "get"`},
 		{name: "API server down", args: []string{"leaders", "--kubeconfig", down, "--request-timeout", "5s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
@@ -306,5 +317,85 @@ func grant(t *testing.T, group string, rules []rbacv1.PolicyRule, probe authoriz
 	})
 	if err != nil {
 		t.Fatalf("group %s was not allowed to %s %s: %v", group, probe.Verb, probe.Resource, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestLeadersWatch: with -w, after the table, a row is printed again when
+// its Lease changes holder, and the command ends with its context.
+func TestLeadersWatch(t *testing.T) {
+	admin, err := env.AddUserKubeconfig("leaders-watcher", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaders-w"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaders-w-watched"}},
+		hostedCluster("leaders-w", "watched"),
+		lease("leaders-w-watched", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-old", time.Minute, time.Second, 15, 0),
+	} {
+		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	out := &syncBuffer{}
+	cmd := newCommand(func() time.Time { return fixedNow }, out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"leaders", "-n", "leaders-w", "-w", "--watch-interval=100ms", "--kubeconfig", admin})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(out.String(), "control-plane-operator-old") {
+			return fmt.Errorf("no first listing yet:\n%s", out.String())
+		}
+		return nil
+	})
+	current := &coordinationv1.Lease{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: "leaders-w-watched", Name: hyperv1.ControlPlaneOperatorLeaseName}, current); err != nil {
+		t.Fatal(err)
+	}
+	current.Spec.HolderIdentity = ptr.To("control-plane-operator-new")
+	current.Spec.LeaseTransitions = ptr.To(int32(1))
+	if err := env.Client.Update(t.Context(), current); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "leaders-w ") || !strings.Contains(last, "control-plane-operator-new") {
+			return fmt.Errorf("the change is not printed as a row:\n%s", out.String())
+		}
+		return nil
+	})
+	if n := strings.Count(out.String(), "CONTROL PLANE NAMESPACE"); n != 1 {
+		t.Errorf("the header is printed %d times, want once:\n%s", n, out.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the watch ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch did not end with its context")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -72,30 +73,129 @@ func printYAML(out io.Writer, leaders *Leaders) error {
 	return err
 }
 
+// tableOptions are the table's variants: -o wide and --no-headers.
+type tableOptions struct {
+	wide, noHeaders bool
+}
+
+// wideHeader and wideColumns are what -o wide adds to a Lease's columns.
+const wideHeader = "\tACQUIRED\tLEASE DURATION"
+
+func wideColumns(l LeaseStatus) string {
+	acquired, leaseDuration := none, none
+	if l.AcquireTime != nil {
+		acquired = l.AcquireTime.UTC().Format(time.RFC3339)
+	}
+	if l.LeaseDurationSeconds > 0 {
+		leaseDuration = (time.Duration(l.LeaseDurationSeconds) * time.Second).String()
+	}
+	return "\t" + acquired + "\t" + leaseDuration
+}
+
 // printTable prints the hypershift-operator's Lease, then one row per
-// HostedCluster, or empty when there is none.
-func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string) error {
+// HostedCluster, or empty when there is none. Without headers it prints
+// the rows alone.
+func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string, opts tableOptions) error {
 	ho := leaders.HypershiftOperator
 	w := newTabWriter(out)
-	_, _ = fmt.Fprintln(w, "HYPERSHIFT OPERATOR LEASE\tHOLDER\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID")
-	_, _ = fmt.Fprintf(w, "%s/%s\t%s\n", ho.Namespace, ho.Name, leaseColumns(ho, now))
+	if !opts.noHeaders {
+		_, _ = fmt.Fprintln(w, "HYPERSHIFT OPERATOR LEASE\tHOLDER\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID"+opts.wideHeader())
+	}
+	_, _ = fmt.Fprintf(w, "%s/%s\t%s%s\n", ho.Namespace, ho.Name, leaseColumns(ho, now), opts.wideColumns(ho))
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(out); err != nil {
-		return err
+	if !opts.noHeaders {
+		if _, err := fmt.Fprintln(out); err != nil {
+			return err
+		}
 	}
 	if len(leaders.Clusters) == 0 {
+		if opts.noHeaders {
+			return nil
+		}
 		_, err := fmt.Fprintln(out, empty)
 		return err
 	}
 	w = newTabWriter(out)
-	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tCONTROL PLANE NAMESPACE\tHOLDER\tHOLDER POD\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID")
+	if !opts.noHeaders {
+		_, _ = fmt.Fprintln(w, clusterHeader+opts.wideHeader())
+	}
 	for _, c := range leaders.Clusters {
-		holder, rest, _ := strings.Cut(leaseColumns(c.Lease, now), "\t")
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Namespace, c.Name, c.ControlPlaneNamespace, holder, holderPodColumn(c.Lease), rest)
+		_, _ = fmt.Fprintln(w, clusterRow(c, now, opts))
 	}
 	return w.Flush()
+}
+
+// clusterHeader heads the HostedClusters' rows.
+const clusterHeader = "NAMESPACE\tNAME\tCONTROL PLANE NAMESPACE\tHOLDER\tHOLDER POD\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID"
+
+func clusterRow(c ClusterLeader, now time.Time, opts tableOptions) string {
+	holder, rest, _ := strings.Cut(leaseColumns(c.Lease, now), "\t")
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s%s", c.Namespace, c.Name, c.ControlPlaneNamespace, holder, holderPodColumn(c.Lease), rest, opts.wideColumns(c.Lease))
+}
+
+func (o tableOptions) wideHeader() string {
+	if !o.wide {
+		return ""
+	}
+	return wideHeader
+}
+
+func (o tableOptions) wideColumns(l LeaseStatus) string {
+	if !o.wide {
+		return ""
+	}
+	return wideColumns(l)
+}
+
+// printChangedRows prints, without headers, the rows of now whose holder,
+// validity, transitions or holder pod differ from before, and the
+// HostedClusters that are gone, as kubectl's --watch prints changes.
+func printChangedRows(out io.Writer, before, after *Leaders, now time.Time, opts tableOptions) error {
+	w := newTabWriter(out)
+	if leaseChanged(before.HypershiftOperator, after.HypershiftOperator) {
+		ho := after.HypershiftOperator
+		_, _ = fmt.Fprintf(w, "%s/%s\t%s%s\n", ho.Namespace, ho.Name, leaseColumns(ho, now), opts.wideColumns(ho))
+	}
+	seen := map[string]ClusterLeader{}
+	for _, c := range before.Clusters {
+		seen[c.Namespace+"/"+c.Name] = c
+	}
+	for _, c := range after.Clusters {
+		key := c.Namespace + "/" + c.Name
+		if old, ok := seen[key]; !ok || leaseChanged(old.Lease, c.Lease) {
+			_, _ = fmt.Fprintln(w, clusterRow(c, now, opts))
+		}
+		delete(seen, key)
+	}
+	for key := range seen {
+		_, _ = fmt.Fprintf(w, "%s\t(deleted)\n", key)
+	}
+	return w.Flush()
+}
+
+func leaseChanged(a, b LeaseStatus) bool {
+	return a.HolderIdentity != b.HolderIdentity || a.Valid != b.Valid || a.LeaseTransitions != b.LeaseTransitions ||
+		a.HolderPod != b.HolderPod || a.HolderGone != b.HolderGone
+}
+
+// printJSONPath prints jp over the JSON form of leaders, as kubectl's
+// -o jsonpath does over an object's.
+func printJSONPath(out io.Writer, leaders *Leaders, jp *jsonpath.JSONPath) error {
+	raw, err := json.Marshal(leaders)
+	if err != nil {
+		return fmt.Errorf("failed to render JSON: %w", err)
+	}
+	var data any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return fmt.Errorf("failed to render JSON: %w", err)
+	}
+	if err := jp.Execute(out, data); err != nil {
+		return fmt.Errorf("failed to print the jsonpath template: %w", err)
+	}
+	_, err = fmt.Fprintln(out)
+	return err
 }
 
 // newTabWriter aligns columns the way kubectl does.

@@ -44,7 +44,7 @@ func TestTableWithoutClusters(t *testing.T) {
 	} {
 		var out bytes.Buffer
 		leaders := &Leaders{HypershiftOperator: LeaseStatus{Namespace: "hypershift", Name: "lease"}}
-		if err := printTable(&out, leaders, fixedNow, tc.opts.emptyMessage()); err != nil {
+		if err := printTable(&out, leaders, fixedNow, tc.opts.emptyMessage(), tableOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(out.String(), "\n\n"+tc.want) {

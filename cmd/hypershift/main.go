@@ -17,6 +17,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
+	"github.com/hypershift-le/hypershift/cmd/versions"
 	"github.com/hypershift-le/hypershift/support/version"
 )
 
@@ -25,16 +26,17 @@ func newRootCommand() *cobra.Command {
 		Use:   "hypershift",
 		Short: "Install the hypershift-operator and manage hosted control planes",
 		Example: `  hypershift install --wait-until-available
-  hypershift create cluster none --name=demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json --wait
-  hypershift create kubeconfig --name=demo > demo.kubeconfig
+  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json --wait
+  hypershift create kubeconfig demo > demo.kubeconfig
   hypershift get leaders -A
-  hypershift destroy cluster --name=demo --wait`,
+  hypershift destroy cluster demo --wait`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
 	create := cluster.NewCreateCommand()
 	create.AddCommand(kubeconfig.NewCommand())
-	root.AddCommand(install.NewCommand(), create, cluster.NewDestroyCommand(), get.NewCommand(), version.NewCommand("hypershift"))
+	root.AddCommand(install.NewCommand(), create, cluster.NewDestroyCommand(), get.NewCommand(), versions.NewCommand())
 	return root
 }
 

@@ -51,7 +51,10 @@ func TestCommandErrors(t *testing.T) {
 	}{
 		{name: "when a flag is unknown", args: []string{"install", "--frobnicate"}, want: "unknown flag: --frobnicate"},
 		{name: "when a command is unknown", args: []string{"instal"}, want: `unknown command "instal"`},
-		{name: "when a required flag is missing", args: []string{"create", "cluster", "none", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: `required flag(s) "name" not set`},
+		{name: "when the name is missing", args: []string{"create", "cluster", "none", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: `a HostedCluster name is required: hypershift create cluster none NAME (or --name=NAME)`},
+		{name: "when a required flag is missing", args: []string{"create", "cluster", "none", "demo", "--pull-secret=" + secret}, want: `required flag(s) "release-image" not set`},
+		{name: "when the name is given twice, differently", args: []string{"destroy", "cluster", "demo", "--name=other"}, want: `the name is given twice, as "demo" and as --name="other": give one`},
+		{name: "when the API server is down (version)", args: []string{"version", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when a value is invalid", args: []string{"install", "render", "--image-pull-policy=Sometimes"}, want: `invalid --image-pull-policy "Sometimes"`},
 		{name: "when a duration does not parse", args: []string{"install", "--timeout=soon"}, want: `invalid argument "soon" for "--timeout"`},
 		{name: "when an output format is unknown", args: []string{"get", "leaders", "-o", "xml"}, want: `unsupported output format "xml"`},
@@ -59,7 +62,7 @@ func TestCommandErrors(t *testing.T) {
 		{name: "when the API server is down (install)", args: []string{"install", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when the API server is down (get leaders)", args: []string{"get", "leaders", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "when the API server is down (create kubeconfig)", args: []string{"create", "kubeconfig", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
-		{name: "when the API server is down (destroy)", args: []string{"destroy", "cluster", "--name=x", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
+		{name: "when the API server is down (destroy)", args: []string{"destroy", "cluster", "x", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +78,7 @@ func TestCommandErrors(t *testing.T) {
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], tt.want) {
 				t.Fatalf("stderr must be one line starting with \"error: \" and containing %q, got:\n%s", tt.want, stderr.String())
 			}
-			if stdout.Len() != 0 {
+			if stdout.Len() != 0 && !strings.HasPrefix(stdout.String(), "Client: ") {
 				t.Errorf("stdout is not empty:\n%s", stdout.String())
 			}
 		})
@@ -97,9 +100,27 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	out, err := exec.CommandContext(t.Context(), binary, "version").Output()
-	if err != nil || !strings.Contains(string(out), "commit") {
-		t.Fatalf("version: %v, %q", err, out)
+	out, err := exec.CommandContext(t.Context(), binary, "version", "--client").Output()
+	if err != nil || !strings.HasPrefix(string(out), "Client: ") || !strings.Contains(string(out), "commit") {
+		t.Fatalf("version --client: %v, %q", err, out)
+	}
+	out, err = exec.CommandContext(t.Context(), binary, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "hypershift version ") || !strings.Contains(string(out), "commit") {
+		t.Fatalf("--version: %v, %q", err, out)
+	}
+}
+
+// TestCompletion: the shell completion of flag values that need no
+// cluster (get leaders -o).
+func TestCompletion(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), binary, "__complete", "get", "leaders", "-o", "").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"table\n", "wide\n", "json\n", "yaml\n", "jsonpath=\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("completion of -o lacks %q:\n%s", want, out)
+		}
 	}
 }
 

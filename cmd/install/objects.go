@@ -19,6 +19,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/operatordeployment"
+	"github.com/hypershift-le/hypershift/support/version"
 )
 
 const (
@@ -100,9 +101,24 @@ func CRDObjects() ([]client.Object, error) {
 	return append(out, policy, binding), nil
 }
 
+// VersionLabel carries, on every object install applies, the version of
+// the CLI that rendered it: the hypershift-operator's version, which
+// `hypershift version` reads back from its Deployment.
+const VersionLabel = "app.kubernetes.io/version"
+
 // ResourceObjects are the hypershift-operator's objects, in apply order.
+// Their labels are the selector's (app) and the recommended
+// app.kubernetes.io ones, which are not in any selector, so that an
+// upgrade may change the version.
 func ResourceObjects(o Options) []client.Object {
-	labels := map[string]string{"app": name}
+	selector := map[string]string{"app": name}
+	labels := map[string]string{
+		"app":                          name,
+		"app.kubernetes.io/name":       name,
+		"app.kubernetes.io/part-of":    "hypershift",
+		"app.kubernetes.io/managed-by": "hypershift-cli",
+		VersionLabel:                   version.Version,
+	}
 	meta := func(namespaced bool, objectName string) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{Name: objectName, Labels: labels}
 		if namespaced {
@@ -139,19 +155,19 @@ func ResourceObjects(o Options) []client.Object {
 		// already has its priority level.
 		leaderElectionPriorityLevel(labels),
 		leaderElectionFlowSchema(labels),
-		deployment(o, meta(true, name), labels),
+		deployment(o, meta(true, name), selector),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta(true, name+"-metrics"),
 			Spec: corev1.ServiceSpec{
-				Selector: labels,
+				Selector: selector,
 				Ports:    []corev1.ServicePort{{Name: "metrics", Port: hyperv1.MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
 			},
 		},
 	}
 }
 
-func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *appsv1.Deployment {
+func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *appsv1.Deployment {
 	replicas := o.Replicas
 	if o.Development {
 		replicas = 0
@@ -162,7 +178,7 @@ func deployment(o Options, meta metav1.ObjectMeta, labels map[string]string) *ap
 	)
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:            meta,
-		Selector:        labels,
+		Selector:        selector,
 		Replicas:        replicas,
 		Image:           o.Image,
 		PullPolicy:      o.ImagePullPolicy,

@@ -40,24 +40,24 @@ type Options struct {
 func NewCommand() *cobra.Command {
 	o := &Options{}
 	cmd := &cobra.Command{
-		Use:   "kubeconfig",
+		Use:   "kubeconfig [NAME]",
 		Short: "Print the admin kubeconfig of a hosted cluster, or of all of them",
 		Long:  description,
 		Example: `  # Use a hosted cluster's API
-  hypershift create kubeconfig --name=demo --namespace=clusters > demo.kubeconfig
+  hypershift create kubeconfig demo -n clusters > demo.kubeconfig
   kubectl --kubeconfig=demo.kubeconfig get namespaces
 
   # One kubeconfig with a context per hosted cluster
   hypershift create kubeconfig > hosted.kubeconfig
   kubectl --kubeconfig=hosted.kubeconfig --context=clusters-demo get namespaces`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cli.NameArg(cmd, &o.Name, "The HostedCluster's name; all HostedClusters when empty.", false)
 	fs := cmd.Flags()
-	fs.StringVar(&o.Name, "name", "", "The HostedCluster's name; all HostedClusters when empty.")
-	fs.StringVar(&o.Namespace, "namespace", "clusters", "The HostedCluster's namespace (with --name).")
+	cli.AddNamespaceFlag(fs, &o.Namespace, "The HostedCluster's namespace (with a name)")
+	cli.CompleteNames(cmd, &o.kube, &o.Namespace)
 	o.kube.AddFlags(fs)
 	return cmd
 }

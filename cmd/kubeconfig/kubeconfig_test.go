@@ -72,6 +72,31 @@ func TestCreateKubeconfig(t *testing.T) {
 	hostedCluster(t, b, "two", "https://api.two.example.com:6443")
 	hostedCluster(t, b, "pending", "")
 
+	t.Run("its name completes from the namespace's HostedClusters, given as the argument too", func(t *testing.T) {
+		kubeconfig, err := env.AddUserKubeconfig("kubeconfig-reader", "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := NewCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{"__complete", "--kubeconfig=" + kubeconfig, "-n", b, ""})
+		if err := cmd.ExecuteContext(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(out.String()); len(got) < 2 || got[0] != "pending" || got[1] != "two" {
+			t.Fatalf("completion %q, want pending and two", out.String())
+		}
+		byArg, _, err := run(t, "one", "-n", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byFlag, _, err := run(t, "--name=one", "-n", a)
+		if err != nil || byArg != byFlag {
+			t.Fatalf("the argument and --name differ: %v\n%s\n%s", err, byArg, byFlag)
+		}
+	})
+
 	t.Run("with a name, it prints that cluster's kubeconfig as it is", func(t *testing.T) {
 		out, _, err := run(t, "--name=one", "--namespace="+a)
 		if err != nil {
