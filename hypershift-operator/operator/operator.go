@@ -151,7 +151,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 	}
 	leading := func() bool { return elector == nil || elector.Status().Leading }
-	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(mgr.GetClient(), leading)); err != nil {
+	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(ctx, mgr.GetClient(), leading)); err != nil {
 		return fmt.Errorf("failed to register the HostedCluster duration metrics: %w", err)
 	}
 	arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active()}

@@ -33,6 +33,8 @@ var (
 // durationCollector reports the durations of the HostedClusters list
 // returns, while active says so.
 type durationCollector struct {
+	// ctx is the process's: a scrape's listing ends with it.
+	ctx    context.Context
 	list   func(context.Context) ([]hyperv1.HostedCluster, error)
 	active func() bool
 	clock  clock.PassiveClock
@@ -41,9 +43,10 @@ type durationCollector struct {
 // NewDurationCollector returns the collector of the per-HostedCluster
 // durations, reading HostedClusters through reader (the manager's cache).
 // It reports only while active returns true (the replica leads), so that
-// a standby's series do not double the leader's.
-func NewDurationCollector(reader client.Reader, active func() bool) prometheus.Collector {
-	return &durationCollector{clock: clock.RealClock{}, active: active, list: func(ctx context.Context) ([]hyperv1.HostedCluster, error) {
+// a standby's series do not double the leader's. A scrape's listing ends
+// with ctx.
+func NewDurationCollector(ctx context.Context, reader client.Reader, active func() bool) prometheus.Collector {
+	return &durationCollector{ctx: ctx, clock: clock.RealClock{}, active: active, list: func(ctx context.Context) ([]hyperv1.HostedCluster, error) {
 		list := &hyperv1.HostedClusterList{}
 		if err := reader.List(ctx, list); err != nil {
 			return nil, err
@@ -64,7 +67,7 @@ func (c *durationCollector) Collect(ch chan<- prometheus.Metric) {
 	if !c.active() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	hcs, err := c.list(ctx)
 	if err != nil {

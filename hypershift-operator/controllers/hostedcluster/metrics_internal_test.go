@@ -41,7 +41,7 @@ func TestDurationMetrics(t *testing.T) {
 		deleting,
 	}
 	leading := false
-	c := &durationCollector{clock: clocktesting.NewFakePassiveClock(t0.Add(10 * time.Minute)), active: func() bool { return leading },
+	c := &durationCollector{ctx: t.Context(), clock: clocktesting.NewFakePassiveClock(t0.Add(10 * time.Minute)), active: func() bool { return leading },
 		list: func(context.Context) ([]hyperv1.HostedCluster, error) { return clusters, nil }}
 	want := `
 # HELP hypershift_cluster_deletion_duration_seconds Seconds since the HostedCluster was deleted, while its teardown runs.
