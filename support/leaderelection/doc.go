@@ -33,9 +33,12 @@
 // meanwhile, so a successful one means nobody else held it: the candidate
 // leads again, in a new term with new controllers on the same cache. A
 // conflict that shows another holder, a deleted Lease, or a refusal ends
-// the process as a loss. A process frozen past its deadline takes the same
-// path: when it runs again, its renewal either succeeds or shows the
-// successor.
+// the process as a loss. A conflict that shows the candidate itself still
+// holding is its own earlier renewal landing late (the API server receives,
+// when it answers again, requests the candidate gave up on): it renews on
+// top of it at once, not a retry period later. A process frozen past its
+// deadline takes the same path: when it runs again, its renewal either
+// succeeds or shows the successor.
 //
 // Followers prefer the incumbent after an outage. A follower that cannot
 // list or watch the Lease is blind: it takes nothing over, and when it
