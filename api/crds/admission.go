@@ -30,7 +30,14 @@ func NamespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy
 		ObjectMeta: metav1.ObjectMeta{Name: NamespaceLengthPolicyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			// matchConstraints is an atomic struct: it spells out the API
+			// server's defaults, so that another field manager applying the
+			// same manifest (a GitOps tool, kubectl apply --server-side)
+			// sends the value the API server holds and meets no conflict.
 			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{},
+				ObjectSelector:    &metav1.LabelSelector{},
+				MatchPolicy:       ptr.To(admissionregistrationv1.Equivalent),
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
@@ -38,6 +45,7 @@ func NamespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy
 							APIGroups:   []string{hyperv1.GroupVersion.Group},
 							APIVersions: []string{"*"},
 							Resources:   []string{"hostedclusters"},
+							Scope:       ptr.To(admissionregistrationv1.AllScopes),
 						},
 					},
 				}},

@@ -39,6 +39,10 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	f.Timings.AddFlags(fs, "", "hypershift-operator")
 	f.ControlPlaneOperatorTimings.AddFlags(fs, "cpo-", "control-plane-operator")
 	fs.BoolVar(&f.enableFencing, "enable-fencing", true, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease.")
+	fs.DurationVar(&f.TeardownTimeout, "teardown-timeout", 0, "The operator's --teardown-timeout: how long it waits for a control-plane-operator to finalize its HostedControlPlane (0: the operator's default, 2m).")
+	fs.StringSliceVar(&f.InsecureRegistries, "insecure-registries", nil, "The operator's --insecure-registries: registry hosts it reaches over plain HTTP.")
+	fs.StringVar(&f.LogLevel, "log-level", "", "The operator's log level (--zap-log-level): debug, info, error or a verbosity from 1 up (default info).")
+	fs.BoolVar(&f.SkipFlowControl, "skip-flow-control", false, "Leave out the hypershift-leader-election FlowSchema and PriorityLevelConfiguration, for a cluster whose API Priority and Fairness objects are managed otherwise.")
 }
 
 func (f *installFlags) complete() error {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,4 +180,56 @@ func TestRenderAppliesWithKubectl(t *testing.T) {
 			expectInstalled(t, ns)
 		})
 	}
+}
+
+// TestInstallAndRenderConverge: a GitOps tool applying `install render`
+// with its own field manager (kubectl apply --server-side) and
+// `hypershift install` converge on the same objects: install onto what the
+// tool applied changes nothing, and the tool applying again onto what
+// install applied meets no conflict without --force-conflicts: both send
+// the same values, the API server's defaults inside atomic structs
+// included. (The first apply forces: the cluster-scoped objects are shared
+// with the other tests' installs into other namespaces.)
+func TestInstallAndRenderConverge(t *testing.T) {
+	assets, err := testenv.BinaryAssetsDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	kubeconfig := adminKubeconfig(t, "gitops")
+	const ns = "hypershift-gitops"
+	gitops := func(t *testing.T, extra ...string) {
+		t.Helper()
+		cmd := newRenderCommand()
+		var rendered bytes.Buffer
+		cmd.SetOut(&rendered)
+		cmd.SetArgs([]string{"--namespace=" + ns, "--hypershift-image=quay.io/example/hypershift:v0.1.0"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"apply", "--server-side", "--field-manager=gitops", "--kubeconfig=" + kubeconfig, "-f", "-"}, extra...)
+		apply := exec.CommandContext(t.Context(), kubectl, args...)
+		apply.Stdin = &rendered
+		if out, err := apply.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %s failed: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	gitops(t, "--force-conflicts")
+	deployment := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	if err := env.Client.Get(t.Context(), key, deployment); err != nil {
+		t.Fatal(err)
+	}
+	generation := deployment.Generation
+	// install takes its share of every object (one write each, the same
+	// values), and rolls nothing out.
+	out, err := runInstall(t, kubeconfig, "--namespace="+ns)
+	if err != nil {
+		t.Fatalf("install failed: %v\n%s", err, out)
+	}
+	if err := env.Client.Get(t.Context(), key, deployment); err != nil || deployment.Generation != generation {
+		t.Errorf("install onto the applied render changed the Deployment: generation %d, was %d (%v)", deployment.Generation, generation, err)
+	}
+	gitops(t) // no --force-conflicts
+	expectInstalled(t, ns)
 }

@@ -6,6 +6,8 @@ package install
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +49,16 @@ type Options struct {
 	// DisableFencing turns off the API server's check that control-plane-operator
 	// writes come from the Lease holder.
 	DisableFencing bool
+	// TeardownTimeout is the HO's --teardown-timeout; 0 leaves its default.
+	TeardownTimeout time.Duration
+	// InsecureRegistries are the HO's --insecure-registries.
+	InsecureRegistries []string
+	// LogLevel is the HO's --zap-log-level; "" leaves its default (info).
+	LogLevel string
+	// SkipFlowControl leaves out the leader-election FlowSchema and
+	// PriorityLevelConfiguration, for clusters whose API Priority and
+	// Fairness objects are managed otherwise.
+	SkipFlowControl bool
 }
 
 // DefaultOptions are the flags' defaults.
@@ -76,6 +88,12 @@ func (o Options) Validate() error {
 	}
 	if o.Replicas < 0 {
 		return fmt.Errorf("--replicas must not be negative, got %d", o.Replicas)
+	}
+	if o.TeardownTimeout < 0 {
+		return fmt.Errorf("--teardown-timeout must not be negative (0 leaves the operator's default), got %s", o.TeardownTimeout)
+	}
+	if o.LogLevel != "" && !config.ValidLogLevel(o.LogLevel) {
+		return fmt.Errorf("invalid --log-level %q: use debug, info, error or a verbosity from 1 up", o.LogLevel)
 	}
 	if err := o.Timings.Validate(); err != nil {
 		return fmt.Errorf("invalid hypershift-operator timings: %w", err)
@@ -131,7 +149,7 @@ func ResourceObjects(o Options) []client.Object {
 	clusterRole.Labels = labels
 	leaseRole := rbac.LeaderElectionRole(o.Namespace)
 	leaseRole.Labels = labels
-	return []client.Object{
+	objects := []client.Object{
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}},
@@ -151,10 +169,13 @@ func ResourceObjects(o Options) []client.Object {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name},
 			Subjects:   subjects,
 		},
+	}
+	if !o.SkipFlowControl {
 		// Before the Deployment, so the operator's first Lease request
 		// already has its priority level.
-		leaderElectionPriorityLevel(labels),
-		leaderElectionFlowSchema(labels),
+		objects = append(objects, leaderElectionPriorityLevel(labels), leaderElectionFlowSchema(labels))
+	}
+	return append(objects,
 		deployment(o, meta(true, name), selector),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -164,7 +185,7 @@ func ResourceObjects(o Options) []client.Object {
 				Ports:    []corev1.ServicePort{{Name: "metrics", Port: hyperv1.MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
 			},
 		},
-	}
+	)
 }
 
 func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *appsv1.Deployment {
@@ -176,6 +197,15 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 		"--control-plane-operator-image="+o.Image,
 		fmt.Sprintf("--enable-fencing=%t", !o.DisableFencing),
 	)
+	if o.TeardownTimeout > 0 {
+		args = append(args, "--teardown-timeout="+o.TeardownTimeout.String())
+	}
+	if len(o.InsecureRegistries) > 0 {
+		args = append(args, "--insecure-registries="+strings.Join(o.InsecureRegistries, ","))
+	}
+	if o.LogLevel != "" {
+		args = append(args, "--zap-log-level="+o.LogLevel)
+	}
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:            meta,
 		Selector:        selector,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +88,8 @@ func TestRenderRefusesBadFlags(t *testing.T) {
 		{name: "when the outputs are unknown, it is refused", args: []string{"--outputs=everything"}, want: `unsupported --outputs "everything": use crds, resources or all`},
 		{name: "when the pull policy is unknown, it is refused", args: []string{"--image-pull-policy=Sometimes"}, want: `invalid --image-pull-policy "Sometimes"`},
 		{name: "when the CPO timings are invalid, it is refused", args: []string{"--cpo-leader-elect-renew-deadline=2m"}, want: "invalid control-plane-operator timings"},
+		{name: "when the log level is unknown, it is refused", args: []string{"--log-level=loud"}, want: `invalid --log-level "loud": use debug, info, error or a verbosity from 1 up`},
+		{name: "when the teardown timeout is negative, it is refused", args: []string{"--teardown-timeout=-1s"}, want: "--teardown-timeout must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +122,33 @@ func TestOperatorDeployment(t *testing.T) {
 	o.Development = true
 	if d := deploymentOf(ResourceObjects(o)); *d.Spec.Replicas != 0 {
 		t.Errorf("with --development, replicas = %d, want 0", *d.Spec.Replicas)
+	}
+}
+
+// TestOperatorFlags: the operator's own flags that install takes are
+// rendered into its arguments, and only when set.
+func TestOperatorFlags(t *testing.T) {
+	cmd := newRenderCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--skip-flow-control"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the render lacks %q", want)
+		}
+	}
+	for _, kind := range []string{"kind: FlowSchema", "kind: PriorityLevelConfiguration"} {
+		if strings.Contains(out.String(), kind) {
+			t.Errorf("with --skip-flow-control the render has a %s", kind)
+		}
+	}
+	if args := deploymentOf(ResourceObjects(DefaultOptions())).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level")
+	}) {
+		t.Errorf("by default the operator's own flags are set: %v", args)
 	}
 }
 

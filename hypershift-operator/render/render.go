@@ -8,7 +8,6 @@ package render
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,20 +41,10 @@ func (in Inputs) Validate() error {
 	if in.ControlPlaneOperatorImage == "" {
 		return fmt.Errorf("no control-plane-operator image: the release payload has no hypershift image, and neither the %s annotation nor --control-plane-operator-image names one", hyperv1.ControlPlaneOperatorImageAnnotation)
 	}
-	if level, ok := in.HostedCluster.Annotations[hyperv1.ControlPlaneOperatorLogLevelAnnotation]; ok && !validLogLevel(level) {
+	if level, ok := in.HostedCluster.Annotations[hyperv1.ControlPlaneOperatorLogLevelAnnotation]; ok && !config.ValidLogLevel(level) {
 		return fmt.Errorf("annotation %s is %q: want debug, info, error or a verbosity from 1 up", hyperv1.ControlPlaneOperatorLogLevelAnnotation, level)
 	}
 	return nil
-}
-
-// validLogLevel tells a value controller-runtime's --zap-log-level takes.
-func validLogLevel(level string) bool {
-	switch level {
-	case "debug", "info", "error":
-		return true
-	}
-	n, err := strconv.Atoi(level)
-	return err == nil && n >= 1 && n <= 127
 }
 
 // Namespace returns the name of the control-plane namespace.

@@ -1,6 +1,6 @@
 // Package config holds configuration shared by the project's binaries: the
 // leader-election timings, their component-base flag names and the rules
-// that keep them safe.
+// that keep them safe, and the log levels the operators take.
 package config
 
 import (
