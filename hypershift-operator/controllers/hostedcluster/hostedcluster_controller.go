@@ -77,7 +77,8 @@ type Reconciler struct {
 	// (waitBackoff).
 	waits workqueue.TypedRateLimiter[reconcile.Request]
 	// reported holds, by "<HostedCluster UID>/<condition>", the reason and
-	// message reportOnChange last reported.
+	// message reportOnChange last reported, and the resourceVersion of the
+	// copy that pass started from.
 	reported sync.Map
 	// kubeconfigs caches the Secrets in which the control-plane-operators
 	// publish their admin kubeconfigs (SetupCaches).

@@ -83,9 +83,10 @@ func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) 
 
 // reportOnChange records a Warning event, and logs at info level, the
 // reason and message of the False condition conditionType when they differ
-// from what the pass started with and from what this process last
-// reported (a pass can start from a cached copy older than the previous
-// pass's status): once per change, not once per retry.
+// from what the pass started with: once per change, not once per retry. A
+// pass that starts from the same cached copy as the pass that reported
+// (the cache has not caught up with that pass's status yet) does not
+// report again.
 func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType string) {
 	now := meta.FindStatusCondition(s.hc.Status.Conditions, conditionType)
 	if now == nil || now.Status != metav1.ConditionFalse {
@@ -95,7 +96,7 @@ func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType
 		before.Status == now.Status && before.Reason == now.Reason && before.Message == now.Message {
 		return
 	}
-	key, report := string(s.hc.UID)+"/"+conditionType, now.Reason+"\x00"+now.Message
+	key, report := string(s.hc.UID)+"/"+conditionType, now.Reason+"\x00"+now.Message+"\x00"+s.original.ResourceVersion
 	if last, ok := r.reported.Swap(key, report); ok && last == report {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,4 +91,57 @@ func TestPullSecretsAreWatched(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBlockedAgainIsReportedAgain: a pull secret that is missing, comes,
+// and goes missing again is reported again, with the same message.
+// (That retries report nothing more is TestWaitingOnTheUserIsReportedOnce's,
+// from the log: the event recorder batches repeats of an event.)
+func TestBlockedAgainIsReportedAgain(t *testing.T) {
+	startOperator(t, nil)
+	c := newCluster(t, "4.17.0", func(hc *hyperv1.HostedCluster) { hc.Spec.PullSecret.Name = "flaky-pull-secret" })
+	reports := func() (int32, error) {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(t.Context(), list, client.InNamespace(c.hc.Namespace)); err != nil {
+			return 0, err
+		}
+		var n int32
+		for _, e := range list.Items {
+			if e.Regarding.Name == c.hc.Name && e.Reason == hyperv1.PullSecretUnavailableReason {
+				n++
+				if e.Series != nil {
+					n += e.Series.Count - 1
+				}
+			}
+		}
+		return n, nil
+	}
+	awaitReports := func(want int32) {
+		t.Helper()
+		testutil.Eventually(t, converge, func() error {
+			if n, err := reports(); err != nil || n != want {
+				return fmt.Errorf("%d PullSecretUnavailable reports (%v), want %d", n, err, want)
+			}
+			return nil
+		})
+	}
+	awaitReports(1)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.hc.Namespace, Name: "flaky-pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: c.registry.DockerConfigJSON("user", "pass")},
+	}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, converge, func() error {
+		if cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.ValidConfiguration); cond == nil || cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ValidConfiguration = %+v", cond)
+		}
+		return nil
+	})
+	if err := env.Client.Delete(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	awaitReports(2)
 }
