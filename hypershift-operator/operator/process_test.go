@@ -116,26 +116,8 @@ func TestTwoOperators(t *testing.T) {
 	// A HostedCluster for them to reconcile.
 	registry := releasetest.NewRegistry(t)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
-	ns := env.Namespace(t)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
-	}
-	hc := &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
-		Spec: hyperv1.HostedClusterSpec{
-			Release:    hyperv1.Release{Image: image},
-			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
-		},
-	}
-	for _, obj := range []client.Object{secret, hc} {
-		if err := env.Client.Create(t.Context(), obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	controlPlane := hyperv1.ControlPlaneNamespace(ns, hc.Name)
+	hc := newHostedCluster(t, registry, image)
+	controlPlane := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
 	deployment := client.ObjectKey{Namespace: controlPlane, Name: "control-plane-operator"}
 	testutil.Eventually(t, 30*time.Second, func() error { return env.Client.Get(t.Context(), deployment, &appsv1.Deployment{}) })
 
@@ -229,6 +211,32 @@ func TestInvalidFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newHostedCluster creates, in a namespace of its own, a HostedCluster
+// "demo" of release image and its pull secret for registry.
+func newHostedCluster(t *testing.T, registry *releasetest.Registry, image string) *hyperv1.HostedCluster {
+	t.Helper()
+	ns := env.Namespace(t)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
+	}
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: image},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
+		},
+	}
+	for _, obj := range []client.Object{secret, hc} {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hc
 }
 
 func healthy(p *process) error {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,25 +24,7 @@ func TestWaitingOnTheUserIsReportedOnce(t *testing.T) {
 	ho := startProcess(t, hoNamespace, "ho-waiting", "hypershift-operator-waiting")
 	registry := releasetest.NewRegistry(t)
 	image := registry.Host() + "/ocp-release:4.17.9"
-	ns := env.Namespace(t)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
-	}
-	hc := &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
-		Spec: hyperv1.HostedClusterSpec{
-			Release:    hyperv1.Release{Image: image},
-			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
-		},
-	}
-	for _, obj := range []client.Object{secret, hc} {
-		if err := env.Client.Create(t.Context(), obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hc := newHostedCluster(t, registry, image)
 	releaseCondition := func() *metav1.Condition {
 		current := &hyperv1.HostedCluster{}
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hc), current); err != nil {
