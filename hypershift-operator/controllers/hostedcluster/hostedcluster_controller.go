@@ -118,6 +118,9 @@ func (s *scope) key() string {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	hc := &hyperv1.HostedCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.waits.Forget(req)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{
@@ -127,6 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	if !hc.DeletionTimestamp.IsZero() {
+		r.waits.Forget(req)
 		return r.reconcileDelete(ctx, s)
 	}
 

@@ -49,9 +49,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
-	patch := client.MergeFrom(s.hc.DeepCopy())
-	controllerutil.RemoveFinalizer(s.hc, hyperv1.Finalizer)
-	if err := r.Client.Patch(ctx, s.hc, patch); err != nil && !apierrors.IsNotFound(err) {
+	// A pass that started from a cached copy older than the previous
+	// pass's finalizer removal would remove it (and report it) again: the
+	// finalizer is removed from what the API server holds.
+	live := &hyperv1.HostedCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.hc), live); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !controllerutil.ContainsFinalizer(live, hyperv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(live, hyperv1.Finalizer)
+	if err := r.Client.Patch(ctx, live, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Control plane torn down")
