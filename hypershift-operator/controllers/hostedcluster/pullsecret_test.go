@@ -119,8 +119,12 @@ func TestBlockedAgainIsReportedAgain(t *testing.T) {
 	awaitReports := func(want int32) {
 		t.Helper()
 		testutil.Eventually(t, converge, func() error {
-			if n, err := reports(); err != nil || n != want {
-				return fmt.Errorf("%d PullSecretUnavailable reports (%v), want %d", n, err, want)
+			n, err := reports()
+			if err != nil {
+				return err
+			}
+			if n != want {
+				return fmt.Errorf("%d PullSecretUnavailable reports, want %d", n, want)
 			}
 			return nil
 		})
