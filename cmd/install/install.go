@@ -12,10 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/apply"
 )
 
@@ -42,6 +44,7 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.TeardownTimeout, "teardown-timeout", 0, "The operator's --teardown-timeout: how long it waits for a control-plane-operator to finalize its HostedControlPlane (0: the operator's default, 2m).")
 	fs.StringSliceVar(&f.InsecureRegistries, "insecure-registries", nil, "The operator's --insecure-registries: registry hosts it reaches over plain HTTP.")
 	fs.StringVar(&f.LogLevel, "log-level", "", "The operator's log level (--zap-log-level): debug, info, error or a verbosity from 1 up (default info).")
+	fs.BoolVar(&f.EnableMonitoring, "enable-monitoring", false, "Add a Prometheus Operator ServiceMonitor that scrapes the operator's metrics over HTTPS with Prometheus's ServiceAccount token (bind the "+rbac.MetricsReaderName+" ClusterRole to it); needs the ServiceMonitor CRD.")
 	fs.BoolVar(&f.SkipFlowControl, "skip-flow-control", false, "Leave out the hypershift-leader-election FlowSchema and PriorityLevelConfiguration, for a cluster whose API Priority and Fairness objects are managed otherwise.")
 }
 
@@ -94,6 +97,16 @@ func (f *installFlags) run(ctx context.Context, out io.Writer) error {
 	c, cfg, err := f.kube.Connect()
 	if err != nil {
 		return err
+	}
+	if f.EnableMonitoring {
+		// Before anything is applied: an install that cannot finish leaves
+		// nothing half done.
+		if _, err := c.RESTMapper().RESTMapping(serviceMonitorKind.GroupKind(), serviceMonitorKind.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				return fmt.Errorf("--enable-monitoring needs the Prometheus Operator's ServiceMonitor CRD (%s), which this cluster does not have: install the Prometheus Operator first, or leave the flag out", serviceMonitorKind.GroupVersion())
+			}
+			return cli.Explain(cfg.Host, fmt.Errorf("failed to look up the ServiceMonitor kind: %w", err))
+		}
 	}
 	crdObjects, err := CRDObjects()
 	if err != nil {

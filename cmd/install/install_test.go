@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +11,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -232,4 +238,50 @@ func TestInstallAndRenderConverge(t *testing.T) {
 	}
 	gitops(t) // no --force-conflicts
 	expectInstalled(t, ns)
+}
+
+// TestInstallWithMonitoring: with --enable-monitoring, install refuses
+// clearly on a cluster without the Prometheus Operator's ServiceMonitor
+// CRD, and applies the ServiceMonitor on one that has it.
+func TestInstallWithMonitoring(t *testing.T) {
+	kubeconfig := adminKubeconfig(t, "install-monitoring")
+	const ns = "hypershift-monitoring"
+	out, err := runInstall(t, kubeconfig, "--namespace="+ns, "--enable-monitoring")
+	if err == nil || !strings.Contains(err.Error(), "--enable-monitoring needs the Prometheus Operator's ServiceMonitor CRD (monitoring.coreos.com/v1)") {
+		t.Fatalf("without the ServiceMonitor CRD: %v, want an error naming the CRD\n%s", err, out)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused install created namespace %s (%v)", ns, err)
+	}
+	// The Prometheus Operator's CRD, reduced to what the API server needs.
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: new(true),
+				}}}},
+		},
+	}
+	if err := env.Client.Create(t.Context(), crd); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		out, err := runInstall(t, kubeconfig, "--namespace="+ns, "--enable-monitoring")
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	})
+	sm := &unstructured.Unstructured{}
+	sm.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"})
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, sm); err != nil {
+		t.Fatal(err)
+	}
+	if scheme, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints"); len(scheme) != 1 || scheme[0].(map[string]any)["scheme"] != "https" {
+		t.Errorf("the ServiceMonitor's endpoints are %v, want one over https", scheme)
+	}
 }

@@ -78,6 +78,10 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// (its ServiceAccount, and a pod name in the token's extra).
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorName}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/authentication.kubernetes.io/pod-name"}, Verbs: []string{"impersonate"}},
+		// Authenticate and authorize who scrapes its metrics (HTTPS,
+		// controller-runtime's WithAuthenticationAndAuthorization).
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	}
 	return append(own, ControlPlaneOperatorRules()...)
 }
@@ -88,6 +92,21 @@ func ClusterRole() *rbacv1.ClusterRole {
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: HypershiftOperatorName},
 		Rules:      HypershiftOperatorRules(),
+	}
+}
+
+// MetricsReaderName names the ClusterRole that lets a scraper (Prometheus's
+// ServiceAccount, say, through a ClusterRoleBinding) read the
+// hypershift-operator's metrics.
+const MetricsReaderName = "hypershift-metrics-reader"
+
+// MetricsReaderClusterRole allows GET /metrics, which the
+// hypershift-operator's metrics endpoint authorizes.
+func MetricsReaderClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderName},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 	}
 }
 

@@ -69,6 +69,7 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag
 	args := []string{"run",
 		"--namespace=" + operatorNamespace,
 		"--metrics-bind-address=" + metricsAddr,
+		"--metrics-secure=false", // scraped here over plain HTTP
 		"--health-probe-bind-address=" + healthAddr,
 	}
 	environ := []string{"POD_NAME=" + operatorPod}
