@@ -103,17 +103,7 @@ func TestUpgrade(t *testing.T) {
 func TestDelete(t *testing.T) {
 	t.Run("when the CPO finalizes its HostedControlPlane, the teardown follows it", func(t *testing.T) {
 		startOperator(t, func(r *hostedcluster.Reconciler) { r.TeardownTimeout = time.Hour })
-		c := newCluster(t, "4.17.0", nil)
-		hcp := awaitControlPlane(t, c)
-		// Act as the CPO: hold the HostedControlPlane with a finalizer.
-		patch := client.MergeFrom(hcp.DeepCopy())
-		controllerutil.AddFinalizer(hcp, "control-plane-operator.hypershift.openshift.io/finalizer")
-		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
-			t.Fatal(err)
-		}
+		c, hcp := deleteWithFinalizedControlPlane(t)
 		testutil.Eventually(t, converge, func() error {
 			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hcp), hcp); err != nil {
 				return err
@@ -131,7 +121,7 @@ func TestDelete(t *testing.T) {
 		}
 		c.get(t)
 
-		patch = client.MergeFrom(hcp.DeepCopy())
+		patch := client.MergeFrom(hcp.DeepCopy())
 		hcp.Finalizers = nil
 		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
 			t.Fatal(err)
@@ -164,16 +154,7 @@ func TestDelete(t *testing.T) {
 
 	t.Run("when no CPO holds the Lease, the HO finishes the teardown itself and says so", func(t *testing.T) {
 		startOperator(t, nil) // a 3s teardown timeout
-		c := newCluster(t, "4.17.0", nil)
-		hcp := awaitControlPlane(t, c)
-		patch := client.MergeFrom(hcp.DeepCopy())
-		controllerutil.AddFinalizer(hcp, "control-plane-operator.hypershift.openshift.io/finalizer")
-		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
-			t.Fatal(err)
-		}
+		c, _ := deleteWithFinalizedControlPlane(t)
 		awaitGone(t, c)
 		testutil.Eventually(t, converge, func() error {
 			list := &eventsv1.EventList{}
@@ -188,6 +169,24 @@ func TestDelete(t *testing.T) {
 			return fmt.Errorf("no ControlPlaneOperatorUnavailable event among %d", len(list.Items))
 		})
 	})
+}
+
+// deleteWithFinalizedControlPlane creates a HostedCluster, holds its
+// HostedControlPlane with a finalizer as a CPO does, and deletes the
+// HostedCluster.
+func deleteWithFinalizedControlPlane(t *testing.T) (*cluster, *hyperv1.HostedControlPlane) {
+	t.Helper()
+	c := newCluster(t, "4.17.0", nil)
+	hcp := awaitControlPlane(t, c)
+	patch := client.MergeFrom(hcp.DeepCopy())
+	controllerutil.AddFinalizer(hcp, "control-plane-operator.hypershift.openshift.io/finalizer")
+	if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
+		t.Fatal(err)
+	}
+	return c, hcp
 }
 
 func awaitControlPlane(t *testing.T, c *cluster) *hyperv1.HostedControlPlane {
