@@ -67,7 +67,7 @@ KEEP_FLAG = $(if $(KEEP),--keep-state)
 
 .PHONY: run
 run: build testbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
-	KUBEBUILDER_ASSETS=$(BIN) go run ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
+	KUBEBUILDER_ASSETS=$(BIN) go run -ldflags "$(LDFLAGS)" ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
 
 .PHONY: stop
 stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1.
