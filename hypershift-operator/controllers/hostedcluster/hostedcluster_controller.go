@@ -16,13 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
@@ -75,7 +73,7 @@ type Reconciler struct {
 	leases *leaseClock
 	// waits spaces the passes of HostedClusters that wait on their user
 	// (waitBackoff).
-	waits workqueue.TypedRateLimiter[reconcile.Request]
+	waits *waitBackoff
 	// reported holds, by "<HostedCluster UID>/<condition>", the reason and
 	// message reportOnChange last reported, and the resourceVersion of the
 	// copy that pass started from.

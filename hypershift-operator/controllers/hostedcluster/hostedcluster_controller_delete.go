@@ -3,6 +3,7 @@ package hostedcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -75,11 +76,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// forgetReports drops what reportOnChange remembers of hc.
+// forgetReports drops what reportOnChange remembers of hc, whatever the
+// condition.
 func (r *Reconciler) forgetReports(hc *hyperv1.HostedCluster) {
-	for _, conditionType := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, LeaderFencing} {
-		r.reported.Delete(string(hc.UID) + "/" + conditionType)
-	}
+	prefix := string(hc.UID) + "/"
+	r.reported.Range(func(key, _ any) bool {
+		if strings.HasPrefix(key.(string), prefix) {
+			r.reported.Delete(key)
+		}
+		return true
+	})
 }
 
 // teardown removes, in order, the HostedControlPlane, the fencing binding

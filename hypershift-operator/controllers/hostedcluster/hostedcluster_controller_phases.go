@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,27 +36,18 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	hc := s.hc
 	pullSecret, err := r.pullSecret(ctx, hc)
 	if err != nil {
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, hyperv1.PullSecretUnavailableReason, err.Error())
-		setBlocked(hc, hyperv1.PullSecretUnavailableReason, err.Error())
-		r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
-		if wait := (*waiting)(nil); errors.As(err, &wait) {
-			wait.reason, wait.message = hyperv1.PullSecretUnavailableReason, err.Error()
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.PullSecretUnavailableReason, err.Error(), err)
 	}
 	release, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
 	if err != nil {
-		// The error names the image already: one sentence, no repeated
-		// prefix.
 		reason := releaseErrorReason(err)
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionFalse, reason, upperFirst(err.Error()))
-		setBlocked(hc, reason, upperFirst(err.Error()))
-		r.reportOnChange(ctx, s, hyperv1.ValidReleaseImage)
 		switch reason {
 		case hyperv1.ReleaseImageNotFoundReason, hyperv1.ReleaseImageUnauthorizedReason, hyperv1.ReleaseImageMalformedReason:
-			return ctrl.Result{}, &waiting{reason: reason, message: upperFirst(err.Error()), err: err}
+			err = &waiting{err: err}
 		}
-		return ctrl.Result{}, err
+		// The error names the image already: one sentence, no repeated
+		// prefix.
+		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidReleaseImage, reason, upperFirst(err.Error()), err)
 	}
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
 	s.release = release
@@ -79,6 +71,20 @@ func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) 
 		return nil, &waiting{err: fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)}
 	}
 	return data, nil
+}
+
+// block reports a phase that stops the pass: conditionType False with
+// reason and message, Available and Progressing too while the control
+// plane has not run (setBlocked), and the change once (reportOnChange). It
+// returns err; a waiting err learns the reason and message, for Reconcile.
+func (r *Reconciler) block(ctx context.Context, s *scope, conditionType, reason, message string, err error) error {
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, conditionType, metav1.ConditionFalse, reason, message)
+	setBlocked(s.hc, reason, message)
+	r.reportOnChange(ctx, s, conditionType)
+	if wait := (*waiting)(nil); errors.As(err, &wait) {
+		wait.reason, wait.message = reason, message
+	}
+	return err
 }
 
 // reportOnChange records a Warning event, and logs at info level, the
@@ -111,7 +117,7 @@ func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType
 // delays, and nothing is logged as an error.
 type waiting struct {
 	// reason and message are what Available says while the control plane
-	// has not run yet.
+	// has not run yet (set by block).
 	reason, message string
 	err             error
 	// untilChanged is set when only a change can help: no retry.
@@ -121,13 +127,32 @@ type waiting struct {
 func (w *waiting) Error() string { return w.err.Error() }
 func (w *waiting) Unwrap() error { return w.err }
 
-// waitBackoff returns how long a HostedCluster that waits on its user
-// waits before its next pass: 2s, doubling to 5m, restarting from 2s once a
-// pass gets past the wait. A change of the HostedCluster or its pull
-// secret starts a pass at once anyway.
-func waitBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](2*time.Second, 5*time.Minute)
+// waitBackoff spaces the passes of HostedClusters that wait on their
+// user: the next pass comes as long after this one as the wait has lasted
+// so far, at least 2s and at most 5m (2s, 4s, 8s, ...), restarting once a
+// pass gets past the wait. It counts time, not passes: the passes its own
+// status writes start do not push the next retry away. A change of the
+// HostedCluster or its pull secret starts a pass at once anyway.
+type waitBackoff struct {
+	clock clock.PassiveClock
+	// since holds, by request, when its wait began.
+	since sync.Map
 }
+
+const (
+	minWaitRetry = 2 * time.Second
+	maxWaitRetry = 5 * time.Minute
+)
+
+// When returns the delay before req's next pass.
+func (b *waitBackoff) When(req reconcile.Request) time.Duration {
+	now := b.clock.Now()
+	began, _ := b.since.LoadOrStore(req, now)
+	return min(max(now.Sub(began.(time.Time)), minWaitRetry), maxWaitRetry)
+}
+
+// Forget ends req's wait.
+func (b *waitBackoff) Forget(req reconcile.Request) { b.since.Delete(req) }
 
 // setBlocked reports, on a HostedCluster whose control plane does not
 // run yet (Available is not True), why it cannot start: Available and
@@ -187,12 +212,9 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ControlPlaneOperatorTimings: r.ControlPlaneOperatorTimings,
 	}
 	if err := in.Validate(); err != nil {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, "InvalidConfiguration", upperFirst(err.Error()))
-		setBlocked(s.hc, "InvalidConfiguration", upperFirst(err.Error()))
-		r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
 		// Only a change of the HostedCluster (which starts a pass) or of
 		// the operator's flags can fix it: no retry.
-		return ctrl.Result{}, &waiting{reason: "InvalidConfiguration", message: upperFirst(err.Error()), err: err, untilChanged: true}
+		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, "InvalidConfiguration", upperFirst(err.Error()), &waiting{err: err, untilChanged: true})
 	}
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
 

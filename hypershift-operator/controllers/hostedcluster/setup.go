@@ -94,7 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.kubeconfigs == nil || r.pullSecrets == nil {
 		return errors.New("the HostedCluster controller's caches are not set up: call SetupCaches first")
 	}
-	r.waits = waitBackoff()
+	r.waits = &waitBackoff{clock: clock.RealClock{}}
 	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.ControlPlaneOperatorTimings.LeaseDuration, requests: r.clusterFromLease}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
 	return ctrl.NewControllerManagedBy(mgr).
