@@ -118,42 +118,52 @@ func NameArg(cmd *cobra.Command, name *string, usage string, required bool) {
 // namespaces, as the kubeconfig lets the user list them. Completion never
 // fails loudly: a cluster that cannot be reached completes nothing.
 func CompleteNames(cmd *cobra.Command, kube *KubeconfigFlags, namespace *string) {
-	names := func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, _, err := kube.Connect()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
+	names := completeFrom(kube, func(ctx context.Context, c client.Client) ([]string, error) {
 		list := &hyperv1.HostedClusterList{}
-		if err := c.List(cmd.Context(), list, client.InNamespace(*namespace)); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		if err := c.List(ctx, list, client.InNamespace(*namespace)); err != nil {
+			return nil, err
 		}
 		out := make([]string, 0, len(list.Items))
 		for _, hc := range list.Items {
 			out = append(out, hc.Name)
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-	namespaces := func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		c, _, err := kube.Connect()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
+		return out, nil
+	})
+	namespaces := completeFrom(kube, func(ctx context.Context, c client.Client) ([]string, error) {
 		list := &corev1.NamespaceList{}
-		if err := c.List(cmd.Context(), list); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
 		}
 		out := make([]string, 0, len(list.Items))
 		for _, ns := range list.Items {
 			out = append(out, ns.Name)
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return out, nil
+	})
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return names(cmd, args, toComplete)
 	}
-	cmd.ValidArgsFunction = names
 	_ = cmd.RegisterFlagCompletionFunc("name", names)
 	_ = cmd.RegisterFlagCompletionFunc("namespace", namespaces)
+}
+
+// completeFrom is a completion that lists with list through the
+// kubeconfig's cluster; any failure completes nothing.
+func completeFrom(kube *KubeconfigFlags, list func(context.Context, client.Client) ([]string, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		c, _, err := kube.Connect()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		out, err := list(cmd.Context(), c)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // Explain rewrites a connection failure to the API server at host into a

@@ -101,7 +101,7 @@ func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string, op
 	if !opts.noHeaders {
 		_, _ = fmt.Fprintln(w, "HYPERSHIFT OPERATOR LEASE\tHOLDER\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID"+opts.wideHeader())
 	}
-	_, _ = fmt.Fprintf(w, "%s/%s\t%s%s\n", ho.Namespace, ho.Name, leaseColumns(ho, now), opts.wideColumns(ho))
+	_, _ = fmt.Fprintln(w, operatorRow(ho, now, opts))
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -130,6 +130,11 @@ func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string, op
 // clusterHeader heads the HostedClusters' rows.
 const clusterHeader = "NAMESPACE\tNAME\tCONTROL PLANE NAMESPACE\tHOLDER\tHOLDER POD\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID"
 
+// operatorRow is the hypershift-operator Lease's row.
+func operatorRow(ho LeaseStatus, now time.Time, opts tableOptions) string {
+	return fmt.Sprintf("%s/%s\t%s%s", ho.Namespace, ho.Name, leaseColumns(ho, now), opts.wideColumns(ho))
+}
+
 func clusterRow(c ClusterLeader, now time.Time, opts tableOptions) string {
 	holder, rest, _ := strings.Cut(leaseColumns(c.Lease, now), "\t")
 	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s%s", c.Namespace, c.Name, c.ControlPlaneNamespace, holder, holderPodColumn(c.Lease), rest, opts.wideColumns(c.Lease))
@@ -155,8 +160,7 @@ func (o tableOptions) wideColumns(l LeaseStatus) string {
 func printChangedRows(out io.Writer, before, after *Leaders, now time.Time, opts tableOptions) error {
 	w := newTabWriter(out)
 	if leaseChanged(before.HypershiftOperator, after.HypershiftOperator) {
-		ho := after.HypershiftOperator
-		_, _ = fmt.Fprintf(w, "%s/%s\t%s%s\n", ho.Namespace, ho.Name, leaseColumns(ho, now), opts.wideColumns(ho))
+		_, _ = fmt.Fprintln(w, operatorRow(after.HypershiftOperator, now, opts))
 	}
 	seen := map[string]ClusterLeader{}
 	for _, c := range before.Clusters {
