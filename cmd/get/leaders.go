@@ -30,10 +30,11 @@ const (
 	outputJSON     = "json"
 	outputYAML     = "yaml"
 	outputJSONPath = "jsonpath"
+	outputName     = "name"
 )
 
 // outputFormats are the -o values, for help and completion.
-var outputFormats = []string{outputTable, outputWide, outputJSON, outputYAML, outputJSONPath + "="}
+var outputFormats = []string{outputTable, outputWide, outputName, outputJSON, outputYAML, outputJSONPath + "="}
 
 // defaultHypershiftNamespace is where the hypershift-operator runs unless
 // installed elsewhere.
@@ -78,6 +79,9 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
   # Leaders of every HostedCluster, as JSON
   hypershift get leaders -A -o json
 
+  # The pods that lead, as kubectl -o name prints them
+  hypershift get leaders -o name
+
   # The hypershift-operator runs in another namespace
   hypershift get leaders -n clusters --hypershift-namespace hypershift-system`,
 		Args: cobra.NoArgs,
@@ -92,7 +96,7 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List HostedClusters in all namespaces; overrides --namespace.")
 	cli.AddNamespaceFlag(fs, &o.namespace, "Namespace of the HostedClusters")
-	fs.StringVarP(&o.output, "output", "o", outputTable, "Output format: table, wide (with acquire times and lease durations), json, yaml or jsonpath=TEMPLATE (kubectl's JSONPath, over the JSON output).")
+	fs.StringVarP(&o.output, "output", "o", outputTable, "Output format: table, wide (with acquire times and lease durations), name (the holders, as pod/NAME, one per line), json, yaml or jsonpath=TEMPLATE (kubectl's JSONPath, over the JSON output).")
 	fs.BoolVar(&o.noHeaders, "no-headers", false, "With table or wide output, print the rows without the column headers.")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "After the first listing, print the rows that change (holder, validity, transitions, holder pod) until interrupted; table and wide output only.")
 	fs.DurationVar(&o.watchInterval, "watch-interval", 2*time.Second, "With --watch, how often the Leases are read.")
@@ -107,7 +111,7 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 	format, template, _ := strings.Cut(o.output, "=")
 	var jp *jsonpath.JSONPath
 	switch format {
-	case outputTable, outputWide, outputJSON, outputYAML:
+	case outputTable, outputWide, outputName, outputJSON, outputYAML:
 		if template != "" {
 			return fmt.Errorf("output format %q takes no template", format)
 		}
@@ -117,7 +121,7 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("invalid jsonpath template %q: %w", template, err)
 		}
 	default:
-		return fmt.Errorf("unsupported output format %q: use table, wide, json, yaml or jsonpath=TEMPLATE", o.output)
+		return fmt.Errorf("unsupported output format %q: use table, wide, name, json, yaml or jsonpath=TEMPLATE", o.output)
 	}
 	if o.watch && format != outputTable && format != outputWide {
 		return fmt.Errorf("--watch prints table rows: use it with -o table or -o wide, not %s", format)
@@ -143,6 +147,8 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 		return printYAML(out, leaders)
 	case outputJSONPath:
 		return printJSONPath(out, leaders, jp)
+	case outputName:
+		return printNames(out, leaders)
 	}
 	if err := printTable(out, leaders, now, o.emptyMessage(), table); err != nil {
 		return err

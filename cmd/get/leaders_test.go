@@ -187,6 +187,7 @@ func TestLeadersOutput(t *testing.T) {
 		{golden: "default-namespace.table", args: []string{"leaders", "--kubeconfig", inLeadersA, "--hypershift-namespace", "leaders-nowhere"}},
 		{golden: "all.wide", args: []string{"leaders", "-A", "-o", "wide"}},
 		{golden: "all-no-headers.table", args: []string{"leaders", "-A", "--no-headers"}},
+		{golden: "holders.name", args: []string{"leaders", "-A", "-o", "name"}},
 		{golden: "holders.jsonpath", args: []string{"leaders", "-A", "-o", `jsonpath={range .clusters[*]}{.name}={.lease.holderIdentity}{"\n"}{end}`}},
 		{golden: "empty.table", args: []string{"leaders", "-n", "leaders-empty", "--hypershift-namespace", "leaders-nowhere"}},
 		{golden: "empty.json", args: []string{"leaders", "--namespace", "leaders-empty", "--hypershift-namespace", "leaders-nowhere", "-o", "json"}},
@@ -249,7 +250,7 @@ func TestLeadersErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "bad output, checked before the API server is contacted", args: []string{"leaders", "-o", "name", "--kubeconfig", down}, want: `unsupported output format "name": use table, wide, json, yaml or jsonpath=TEMPLATE`},
+		{name: "bad output, checked before the API server is contacted", args: []string{"leaders", "-o", "custom-columns=A:.a", "--kubeconfig", down}, want: `unsupported output format "custom-columns=A:.a": use table, wide, name, json, yaml or jsonpath=TEMPLATE`},
 		{name: "bad jsonpath, checked before the API server is contacted", args: []string{"leaders", "-o", "jsonpath={.clusters[", "--kubeconfig", down}, want: `invalid jsonpath template "{.clusters["`},
 		{name: "watch with JSON", args: []string{"leaders", "-w", "-o", "json", "--kubeconfig", down}, want: "--watch prints table rows: use it with -o table or -o wide, not json"},
 		{name: "unexpected argument", args: []string{"leaders", "demo", "--kubeconfig", down}, want: `unknown command "demo" for "get leaders"`},

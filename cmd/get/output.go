@@ -73,6 +73,25 @@ func printYAML(out io.Writer, leaders *Leaders) error {
 	return err
 }
 
+// printNames prints, as kubectl -o name does, pod/NAME for the holder of
+// each Lease that has one: the hypershift-operator's first, then the
+// HostedClusters' in the order listed. As kubectl's -o name, it prints no
+// namespace: -o jsonpath gives them.
+func printNames(out io.Writer, leaders *Leaders) error {
+	leases := []LeaseStatus{leaders.HypershiftOperator}
+	for _, c := range leaders.Clusters {
+		leases = append(leases, c.Lease)
+	}
+	var b strings.Builder
+	for _, l := range leases {
+		if l.HolderIdentity != "" {
+			b.WriteString("pod/" + l.HolderIdentity + "\n")
+		}
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
 // tableOptions are the table's variants: -o wide and --no-headers.
 type tableOptions struct {
 	wide, noHeaders bool
