@@ -209,7 +209,7 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 	t.Run("when created again, it says the cluster exists", func(t *testing.T) {
 		_, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=demo", "--namespace="+ns,
 			"--release-image="+image, "--pull-secret="+pullSecretFile(t, `{"auths":{}}`))
-		if err == nil || !strings.Contains(err.Error(), "already exists") {
+		if err == nil || !strings.Contains(err.Error(), "already exists: change its release image or pull secret with hypershift update cluster demo -n "+ns) {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -1,7 +1,8 @@
-// Package cluster implements `hypershift create cluster` and `hypershift
-// destroy cluster`: the HostedCluster, its namespace and pull secret, and
+// Package cluster implements `hypershift create cluster`, `hypershift
+// update cluster` and `hypershift destroy cluster`: the HostedCluster, its
+// namespace and pull secret, its release image and credentials, and
 // waiting, with progress a user can read, for it to come up (until its
-// admin kubeconfig works) or go away.
+// admin kubeconfig works), roll a release out, or go away.
 package cluster
 
 import (
@@ -299,5 +300,6 @@ func key(obj client.Object) string {
 
 // alreadyExists is the error for a HostedCluster of that name that exists.
 func alreadyExists(hc *hyperv1.HostedCluster) error {
-	return fmt.Errorf("HostedCluster %s already exists: pick another --name, or run hypershift destroy cluster first", key(hc))
+	return fmt.Errorf("HostedCluster %s already exists: change its release image or pull secret with hypershift update cluster %s -n %s, or pick another name",
+		key(hc), hc.Name, hc.Namespace)
 }

@@ -1,5 +1,5 @@
 // Command hypershift is the project's CLI: it installs the hypershift-operator,
-// creates and destroys hosted clusters, prints their kubeconfigs, and shows
+// creates, updates and destroys hosted clusters, prints their kubeconfigs, and shows
 // who leads each one.
 package main
 
@@ -28,6 +28,7 @@ func newRootCommand() *cobra.Command {
 		Example: `  hypershift install --wait-until-available
   hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json --wait
   hypershift create kubeconfig demo > demo.kubeconfig
+  hypershift update cluster demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.1-x86_64 --wait
   hypershift get leaders -A
   hypershift destroy cluster demo --wait`,
 		SilenceUsage:  true,
@@ -36,7 +37,7 @@ func newRootCommand() *cobra.Command {
 	}
 	create := cluster.NewCreateCommand()
 	create.AddCommand(kubeconfig.NewCommand())
-	root.AddCommand(install.NewCommand(), create, cluster.NewDestroyCommand(), get.NewCommand(), versions.NewCommand())
+	root.AddCommand(install.NewCommand(), create, cluster.NewUpdateCommand(), cluster.NewDestroyCommand(), get.NewCommand(), versions.NewCommand())
 	return root
 }
 

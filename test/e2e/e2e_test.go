@@ -48,10 +48,25 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("negative control", testNegativeControl)
 }
 
-// testCreate: the CPO pod runs with its ServiceAccount's token, holds the
-// Lease, and status and the CLI show it.
+// testCreate: a mistyped release tag stops create --wait at once with the
+// reason, and update cluster fixes it; the CPO pod runs with its
+// ServiceAccount's token, holds the Lease, and status and the CLI show it.
+// New credentials given to update cluster reach the control-plane
+// namespace within seconds, without a CPO restart.
 func testCreate(t *testing.T) {
-	createCluster(t, "demo", hyperv1.SingleReplica)
+	release := lc.Registry.Releases[localcluster.Versions[0]]
+	started := time.Now()
+	out, err := tryExecute(t, cluster.NewCreateCommand(), createArgs(t, "demo", hyperv1.SingleReplica, "--release-image="+release+"-typo", "--wait", "--timeout=3m")...)
+	if err == nil || !strings.Contains(err.Error(), "cannot become Available until its spec changes: ValidReleaseImage=False (ReleaseImageNotFound)") {
+		t.Fatalf("create --wait with a release tag that does not exist: %v\n%s", err, out)
+	}
+	t.Logf("create --wait gave up after %s: %v", time.Since(started).Round(time.Millisecond), err)
+	out = execute(t, cluster.NewUpdateCommand(), "cluster", "demo", "-n", "clusters", "--release-image="+release, "--wait", "--timeout=6m")
+	t.Logf("hypershift update cluster demo --release-image --wait:\n%s", out)
+	testutil.Eventually(t, time.Minute, func() error {
+		_, err := hosted(t, "demo").client.Discovery().ServerVersion()
+		return err
+	})
 	ns := controlPlaneNamespace("demo")
 	var pod string
 	testutil.Eventually(t, time.Minute, func() error {
@@ -84,7 +99,7 @@ func testCreate(t *testing.T) {
 		}
 		return nil
 	})
-	out := execute(t, get.NewCommand(), "leaders", "-A")
+	out = execute(t, get.NewCommand(), "leaders", "-A")
 	if !strings.Contains(out, pod) {
 		t.Errorf("hypershift get leaders does not show %s:\n%s", pod, out)
 	}
@@ -98,6 +113,24 @@ func testCreate(t *testing.T) {
 		if !w.Lease() && w.At.After(quiet) {
 			t.Errorf("the converged CPO wrote %v", w)
 		}
+	}
+
+	credentials := `{"auths":{"registry.example.com":{"auth":"dXNlcjpyb3RhdGVk"}}}`
+	changed := time.Now()
+	execute(t, cluster.NewUpdateCommand(), "cluster", "demo", "-n", "clusters", "--pull-secret="+pullSecret(t, credentials))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		copied := &corev1.Secret{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.PullSecretName}, copied); err != nil {
+			return err
+		}
+		if string(copied.Data[corev1.DockerConfigJsonKey]) != credentials {
+			return fmt.Errorf("the control-plane namespace's pull secret is not the new one")
+		}
+		return nil
+	})
+	t.Logf("the new pull secret reached %s in %s", ns, time.Since(changed).Round(time.Millisecond))
+	if pods := cpoPods(t, ns); len(pods) != 1 || pods[0].Name != pod || pods[0].Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the CPO was restarted for new credentials: was %s, now %d pods", pod, len(pods))
 	}
 }
 

@@ -81,16 +81,24 @@ func run(m *testing.M) int {
 // execute runs a CLI command in-process against the local cluster.
 func execute(t *testing.T, cmd *cobra.Command, args ...string) string {
 	t.Helper()
+	out, err := tryExecute(t, cmd, args...)
+	if err != nil {
+		t.Fatalf("%s %v failed: %v\n%s", cmd.Name(), args, err, out)
+	}
+	return out
+}
+
+// tryExecute runs a CLI command in-process against the local cluster and
+// returns its output and error.
+func tryExecute(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs(append(args, "--kubeconfig="+lc.Kubeconfig))
 	cmd.SetContext(t.Context())
 	cmd.SilenceUsage = true
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("%s %v failed: %v\n%s", cmd.Name(), args, err, out.String())
-	}
-	return out.String()
+	err := cmd.Execute()
+	return out.String(), err
 }
 
 // createCluster creates a HostedCluster with the CLI, its API published on a
@@ -110,13 +118,26 @@ func createClusterNoWait(t *testing.T, name string, policy hyperv1.AvailabilityP
 // release, pull secret and published address, and extra flags.
 func runCreateCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, extra ...string) {
 	t.Helper()
-	secret := filepath.Join(t.TempDir(), "pull-secret.json")
-	if err := os.WriteFile(secret, []byte(`{"auths":{}}`), 0o600); err != nil {
+	execute(t, cluster.NewCreateCommand(), createArgs(t, name, policy, extra...)...)
+}
+
+// createArgs are the arguments of hypershift create cluster none with the
+// stories' release, pull secret and published address, then extra flags
+// (a flag given again there wins).
+func createArgs(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, extra ...string) []string {
+	return append([]string{"cluster", "none", "--name=" + name, "--namespace=clusters",
+		"--release-image=" + lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret=" + pullSecret(t, `{"auths":{}}`),
+		"--control-plane-availability-policy=" + string(policy), "--external-api-server-address=127.0.0.1"}, extra...)
+}
+
+// pullSecret writes a pull secret file with content and returns its path.
+func pullSecret(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	execute(t, cluster.NewCreateCommand(), append([]string{"cluster", "none", "--name=" + name, "--namespace=clusters",
-		"--release-image=" + lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret=" + secret,
-		"--control-plane-availability-policy=" + string(policy), "--external-api-server-address=127.0.0.1"}, extra...)...)
+	return path
 }
 
 func controlPlaneNamespace(name string) string {
