@@ -105,6 +105,9 @@ func (o *UpdateOptions) Run(ctx context.Context, out io.Writer) error {
 	return cli.Explain(cfg.Host, err)
 }
 
+// update reads the HostedCluster, judges every change, then writes them:
+// the pull secret first, so that the new release is read with the new
+// credentials.
 func (o *UpdateOptions) update(ctx context.Context, c client.Client, pullSecret []byte, out io.Writer) error {
 	k := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 	hc := &hyperv1.HostedCluster{}
