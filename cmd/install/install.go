@@ -19,6 +19,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
 // installFlags are the flags of `hypershift install`.
@@ -101,9 +102,9 @@ func (f *installFlags) run(ctx context.Context, out io.Writer) error {
 	if f.EnableMonitoring {
 		// Before anything is applied: an install that cannot finish leaves
 		// nothing half done.
-		if _, err := c.RESTMapper().RESTMapping(serviceMonitorKind.GroupKind(), serviceMonitorKind.Version); err != nil {
+		if _, err := c.RESTMapper().RESTMapping(metricsserving.ServiceMonitorKind.GroupKind(), metricsserving.ServiceMonitorKind.Version); err != nil {
 			if meta.IsNoMatchError(err) {
-				return fmt.Errorf("--enable-monitoring needs the Prometheus Operator's ServiceMonitor CRD (%s), which this cluster does not have: install the Prometheus Operator first, or leave the flag out", serviceMonitorKind.GroupVersion())
+				return fmt.Errorf("--enable-monitoring needs the Prometheus Operator's ServiceMonitor CRD (%s), which this cluster does not have: install the Prometheus Operator first, or leave the flag out", metricsserving.ServiceMonitorKind.GroupVersion())
 			}
 			return cli.Explain(cfg.Host, fmt.Errorf("failed to look up the ServiceMonitor kind: %w", err))
 		}

@@ -13,15 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/api/crds"
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/metricsserving"
 	"github.com/hypershift-le/hypershift/support/operatordeployment"
 	"github.com/hypershift-le/hypershift/support/version"
 )
@@ -185,55 +182,13 @@ func ResourceObjects(o Options) []client.Object {
 	objects = append(objects,
 		metricsReader,
 		deployment(o, meta(true, name), selector),
-		&corev1.Service{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-			ObjectMeta: meta(true, name+"-metrics"),
-			Spec: corev1.ServiceSpec{
-				Selector: selector,
-				Ports:    []corev1.ServicePort{{Name: "metrics", Port: hyperv1.MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
-			},
-		},
+		metricsserving.Service(meta(true, name+"-metrics"), selector),
 	)
 	if o.EnableMonitoring {
-		objects = append(objects, serviceMonitor(o, labels, selector))
+		// It selects the Service by its labels, which hold the selector.
+		objects = append(objects, metricsserving.ServiceMonitor(o.Namespace, name, labels, selector))
 	}
 	return objects
-}
-
-// serviceMonitorKind is the Prometheus Operator's ServiceMonitor.
-var serviceMonitorKind = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
-
-// serviceMonitor has a Prometheus Operator scrape the operator's metrics
-// Service over HTTPS with its ServiceAccount's token, which the operator
-// authorizes against the metrics-reader ClusterRole (bind it to
-// Prometheus's ServiceAccount). The operator's certificate is self-signed
-// unless it is given one (--metrics-cert-dir), so the scrape does not
-// verify it.
-func serviceMonitor(o Options, labels, selector map[string]string) *unstructured.Unstructured {
-	sm := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": serviceMonitorKind.GroupVersion().String(),
-		"kind":       serviceMonitorKind.Kind,
-		"metadata":   map[string]any{"namespace": o.Namespace, "name": name},
-		"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": toAny(selector)},
-			"endpoints": []any{map[string]any{
-				"port":            "metrics",
-				"scheme":          "https",
-				"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
-				"tlsConfig":       map[string]any{"insecureSkipVerify": true},
-			}},
-		},
-	}}
-	sm.SetLabels(labels)
-	return sm
-}
-
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *appsv1.Deployment {

@@ -124,6 +124,9 @@ func startCPO(t *testing.T, cp *controlPlane, pod string, operateOn string, extr
 		"--leader-elect-retry-period=" + retryPeriod.String(),
 		"--leader-elect-resource-name=" + hyperv1.ControlPlaneOperatorLeaseName,
 		"--metrics-bind-address=0",
+		// Scraped over plain HTTP (scrape); a user bound to the namespace's
+		// Role alone could not authorize scrapers anyway.
+		"--metrics-secure=false",
 		"--health-probe-bind-address=" + operatorprocess.FreeAddress(t),
 	}, extraArgs...)
 	return &cpo{Process: operatorprocess.Start(t, binary, pod, args, hyperv1.OperateOnReleaseImageEnv+"="+operateOn), user: user}

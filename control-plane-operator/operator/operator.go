@@ -13,12 +13,12 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/metricsserving"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/scheme"
 )
@@ -37,9 +37,12 @@ type Options struct {
 	LeaderElectResourceName string
 	// Timings are the timings.
 	Timings config.Timings
-	// MetricsBindAddress and HealthProbeBindAddress are where the CPO serves
-	// metrics and probes; "0" turns one off.
-	MetricsBindAddress     string
+	// Metrics is where and how the CPO serves its metrics: as the
+	// hypershift-operator does, over HTTPS to clients the API server
+	// authorizes, unless --metrics-secure=false.
+	Metrics metricsserving.Options
+	// HealthProbeBindAddress is where the CPO serves its probes; "0" turns
+	// them off.
 	HealthProbeBindAddress string
 	// OperateOnReleaseImage is the release this CPO was rolled out for.
 	OperateOnReleaseImage string
@@ -53,7 +56,7 @@ func DefaultOptions() Options {
 		LeaderElect:             true,
 		LeaderElectResourceName: hyperv1.ControlPlaneOperatorLeaseName,
 		Timings:                 config.DefaultControlPlaneOperatorTimings,
-		MetricsBindAddress:      fmt.Sprintf(":%d", hyperv1.MetricsPort),
+		Metrics:                 metricsserving.DefaultOptions(),
 		HealthProbeBindAddress:  fmt.Sprintf(":%d", hyperv1.HealthPort),
 		OperateOnReleaseImage:   os.Getenv(hyperv1.OperateOnReleaseImageEnv),
 	}
@@ -66,7 +69,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Act only while holding the Lease. Turning it off lets several replicas write at once.")
 	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "The name of the Lease in --namespace.")
 	o.Timings.AddFlags(fs, "", "control-plane-operator")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
+	o.Metrics.AddFlags(fs)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
@@ -104,7 +107,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		// it only its own, and of its Secrets only those it renders; the
 		// pull secret is read by name past the cache.
 		Cache:                  hostedcontrolplane.CacheOptions(o.Namespace, o.HostedControlPlane),
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                o.Metrics.ServerOptions(),
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
 	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{

@@ -14,16 +14,14 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	fencingctrl "github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
-	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/metricsserving"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/scheme"
 	"github.com/hypershift-le/hypershift/support/startup"
@@ -43,15 +41,11 @@ type Options struct {
 	// ControlPlaneOperatorImage is the CPO image when neither the release
 	// payload nor the HostedCluster's annotation names one.
 	ControlPlaneOperatorImage string
-	// MetricsBindAddress and HealthProbeBindAddress are where the HO serves
-	// metrics and probes; "0" turns one off.
-	MetricsBindAddress     string
+	// Metrics is where and how the HO serves its metrics.
+	Metrics metricsserving.Options
+	// HealthProbeBindAddress is where the HO serves its probes; "0" turns
+	// them off.
 	HealthProbeBindAddress string
-	// MetricsSecure serves metrics over HTTPS with authentication and
-	// authorization; MetricsCertDir holds its certificate, if not
-	// self-signed.
-	MetricsSecure  bool
-	MetricsCertDir string
 	// TeardownTimeout bounds the wait for a CPO to finalize its control plane.
 	TeardownTimeout time.Duration
 	// InsecureRegistries are registry hosts reached over plain HTTP.
@@ -69,8 +63,7 @@ func DefaultOptions() Options {
 		LeaderElect:                 true,
 		Timings:                     config.DefaultHypershiftOperatorTimings,
 		ControlPlaneOperatorTimings: config.DefaultControlPlaneOperatorTimings,
-		MetricsBindAddress:          fmt.Sprintf(":%d", hyperv1.MetricsPort),
-		MetricsSecure:               true,
+		Metrics:                     metricsserving.DefaultOptions(),
 		HealthProbeBindAddress:      fmt.Sprintf(":%d", hyperv1.HealthPort),
 		TeardownTimeout:             hostedcluster.DefaultTeardownTimeout,
 		EnableFencing:               true,
@@ -84,28 +77,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Timings.AddFlags(fs, "", "hypershift-operator")
 	o.ControlPlaneOperatorTimings.AddFlags(fs, "cpo-", "control-plane-operator")
 	fs.StringVar(&o.ControlPlaneOperatorImage, "control-plane-operator-image", o.ControlPlaneOperatorImage, "The control-plane-operator image to use when neither the release payload nor the "+hyperv1.ControlPlaneOperatorImageAnnotation+" annotation names one.")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "The address the metrics endpoint binds to; 0 turns it off.")
-	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to clients the API server authenticates and authorizes for GET /metrics (the "+rbac.MetricsReaderName+" ClusterRole); false serves plain HTTP to anyone.")
-	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "A directory with tls.crt and tls.key for the metrics endpoint (reloaded when they change); by default a self-signed certificate.")
+	o.Metrics.AddFlags(fs)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.DurationVar(&o.TeardownTimeout, "teardown-timeout", o.TeardownTimeout, "How long to wait, while no control-plane-operator holds its Lease, for one to finalize its HostedControlPlane before the hypershift-operator finishes the teardown itself.")
 	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace).")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
-}
-
-// metricsOptions serves metrics over HTTPS, to clients the API server
-// authenticates (TokenReview) and authorizes for GET /metrics
-// (SubjectAccessReview; rbac.MetricsReaderClusterRole), unless
-// --metrics-secure=false; the certificate is self-signed unless
-// --metrics-cert-dir holds tls.crt and tls.key.
-func metricsOptions(o Options) metricsserver.Options {
-	opts := metricsserver.Options{BindAddress: o.MetricsBindAddress}
-	if o.MetricsSecure {
-		opts.SecureServing = true
-		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
-		opts.CertDir = o.MetricsCertDir
-	}
-	return opts
 }
 
 // Validate refuses options the HO must not run with, its own timings and
@@ -142,7 +118,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Scheme:                 scheme.New(),
 		Cache:                  cacheOptions,
 		Client:                 hostedcluster.ClientOptions(),
-		Metrics:                metricsOptions(o),
+		Metrics:                o.Metrics.ServerOptions(),
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	}
 	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
 // HypershiftOperatorName names the HO's ServiceAccount, ClusterRole,
@@ -96,12 +97,12 @@ func ClusterRole() *rbacv1.ClusterRole {
 }
 
 // MetricsReaderName names the ClusterRole that lets a scraper (Prometheus's
-// ServiceAccount, say, through a ClusterRoleBinding) read the
-// hypershift-operator's metrics.
-const MetricsReaderName = "hypershift-metrics-reader"
+// ServiceAccount, say, through a ClusterRoleBinding) read the metrics of
+// the hypershift-operator and of every control-plane-operator.
+const MetricsReaderName = metricsserving.ReaderClusterRole
 
-// MetricsReaderClusterRole allows GET /metrics, which the
-// hypershift-operator's metrics endpoint authorizes.
+// MetricsReaderClusterRole allows GET /metrics, which the operators'
+// metrics endpoints authorize (metricsserving.Options.Secure).
 func MetricsReaderClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
