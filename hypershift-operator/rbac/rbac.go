@@ -83,9 +83,25 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// controller-runtime's WithAuthenticationAndAuthorization).
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		// Every CPO authorizes its scrapers too, through a
+		// ClusterRoleBinding of AuthDelegatorClusterRole per control-plane
+		// namespace: applied, watched by label (which RBAC cannot narrow),
+		// deleted with the cluster; bind on that one ClusterRole grants it
+		// whatever the role holds.
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{AuthDelegatorClusterRole}},
+		// With --enable-monitoring, a ServiceMonitor per control-plane
+		// namespace (read by name, never listed). The ClusterRole is the
+		// same whether or not the flag is on.
+		{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: []string{"get", "create", "patch", "delete"}},
 	}
 	return append(own, ControlPlaneOperatorRules()...)
 }
+
+// AuthDelegatorClusterRole is the built-in ClusterRole that allows
+// creating TokenReviews and SubjectAccessReviews, which a
+// control-plane-operator needs to authorize who scrapes its metrics.
+const AuthDelegatorClusterRole = "system:auth-delegator"
 
 // ClusterRole is the HO's ClusterRole.
 func ClusterRole() *rbacv1.ClusterRole {

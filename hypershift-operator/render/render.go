@@ -1,8 +1,8 @@
 // Package render computes, as pure functions of a HostedCluster and its
 // resolved inputs, every object the hypershift-operator creates for it: the
 // control-plane namespace, the pull secret copy, the HostedControlPlane, and
-// the control-plane-operator's ServiceAccount, Role, RoleBinding and
-// Deployment. Controllers apply what these functions return; tests compare
+// the control-plane-operator's ServiceAccount, Role, RoleBinding,
+// auth-delegator ClusterRoleBinding and Deployment. Controllers apply what these functions return; tests compare
 // it with golden files.
 package render
 

@@ -8,12 +8,15 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 )
 
 // The reasons of the teardown's events, one per step.
@@ -88,8 +91,9 @@ func (r *Reconciler) forgetReports(hc *hyperv1.HostedCluster) {
 	})
 }
 
-// teardown removes, in order, the HostedControlPlane, the fencing binding
-// and the control-plane namespace, and reports when all are gone.
+// teardown removes, in order, the HostedControlPlane, the fencing binding,
+// the CPO's auth-delegator ClusterRoleBinding and the control-plane
+// namespace, and reports when all are gone.
 func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
 	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
 		return false, result, err
@@ -100,7 +104,33 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 	if err := r.deleteFencingBinding(ctx, s.namespace, s.key()); err != nil {
 		return false, ctrl.Result{}, err
 	}
+	// Cluster-scoped: the namespace's deletion would leave it behind.
+	if err := r.deleteAuthDelegator(ctx, s.namespace, s.key()); err != nil {
+		return false, ctrl.Result{}, err
+	}
 	return r.deleteNamespace(ctx, s)
+}
+
+// deleteAuthDelegator removes the CPO's auth-delegator ClusterRoleBinding
+// of namespace, if there is one and it serves the HostedCluster clusterKey.
+// It reads past the cache: a binding a late cache does not show yet must
+// not outlive its cluster.
+func (r *Reconciler) deleteAuthDelegator(ctx context.Context, namespace, clusterKey string) error {
+	binding := &rbacv1.ClusterRoleBinding{}
+	key := client.ObjectKey{Name: render.AuthDelegatorBindingName(namespace)}
+	if err := r.APIReader.Get(ctx, key, binding); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to get ClusterRoleBinding %s: %w", key.Name, err)
+	}
+	if binding.Annotations[hyperv1.ClusterAnnotation] != clusterKey {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to delete ClusterRoleBinding %s (the control-plane-operator's %s binding): %w", key.Name, rbac.AuthDelegatorClusterRole, err)
+	}
+	return nil
 }
 
 // deleteHostedControlPlane deletes the HostedControlPlane and waits for it

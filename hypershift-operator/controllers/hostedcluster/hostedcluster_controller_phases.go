@@ -228,6 +228,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		render.ControlPlaneOperatorServiceAccount(in),
 		render.ControlPlaneOperatorRole(in),
 		render.ControlPlaneOperatorRoleBinding(in),
+		render.ControlPlaneOperatorAuthDelegator(in),
 	} {
 		if _, err := apply.Apply(ctx, obj); err != nil {
 			return ctrl.Result{}, err

@@ -174,6 +174,15 @@ var tampers = []tamper{
 		},
 	},
 	{
+		name: "deletes the control-plane-operator's auth-delegator ClusterRoleBinding",
+		do: func(t *testing.T, ns string) error {
+			return env.Client.Delete(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: render.AuthDelegatorBindingName(ns)}})
+		},
+		repaired: func(t *testing.T, ns string) error {
+			return exists(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: render.AuthDelegatorBindingName(ns)}})
+		},
+	},
+	{
 		name: "switches the Deployment to RollingUpdate",
 		do: func(t *testing.T, ns string) error {
 			return strategicPatch(t, inNamespace(ns, hyperv1.ControlPlaneOperatorName, &appsv1.Deployment{}), `{"spec":{"strategy":{"type":"RollingUpdate"}}}`)

@@ -39,16 +39,27 @@ var secretCopies = func() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }()
 
+// clusterScopedObjects selects the cluster-scoped objects the HO creates
+// for a HostedCluster (the CPO's auth-delegator ClusterRoleBinding).
+var clusterScopedObjects = func() labels.Selector {
+	req, err := labels.NewRequirement(render.ControlPlaneNamespaceLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
+
 // CacheOptions limits the manager's cache to what this controller needs:
-// control-plane namespaces, only the CPO Lease of each namespace, and of
+// control-plane namespaces, only the CPO Lease of each namespace, of
 // Secrets only the copies it writes (watched for drift; reads of Secrets go
-// past the cache). The admin kubeconfigs it copies from are watched through
+// past the cache), and of ClusterRoleBindings only those it creates. The admin kubeconfigs it copies from are watched through
 // a cache of their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{hyperv1.HostedControlPlaneLabel: "true"})},
-			&corev1.Secret{}:    {Label: secretCopies},
+			&corev1.Namespace{}:          {Label: labels.SelectorFromSet(labels.Set{hyperv1.HostedControlPlaneLabel: "true"})},
+			&corev1.Secret{}:             {Label: secretCopies},
+			&rbacv1.ClusterRoleBinding{}: {Label: clusterScopedObjects},
 			&coordinationv1.Lease{}: {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
 			},
@@ -109,6 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.RoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&rbacv1.ClusterRoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		// LeaderFencing on every HostedCluster follows the cluster-scoped
 		// fencing objects.
