@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/metricsscrape"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -253,19 +254,7 @@ func TestInstallWithMonitoring(t *testing.T) {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused install created namespace %s (%v)", ns, err)
 	}
-	// The Prometheus Operator's CRD, reduced to what the API server needs.
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "monitoring.coreos.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: new(true),
-				}}}},
-		},
-	}
+	crd := metricsscrape.ServiceMonitorCRD()
 	if err := env.Client.Create(t.Context(), crd); err != nil {
 		t.Fatal(err)
 	}
@@ -283,5 +272,12 @@ func TestInstallWithMonitoring(t *testing.T) {
 	}
 	if scheme, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints"); len(scheme) != 1 || scheme[0].(map[string]any)["scheme"] != "https" {
 		t.Errorf("the ServiceMonitor's endpoints are %v, want one over https", scheme)
+	}
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--enable-monitoring") {
+		t.Errorf("the operator runs with %v, want --enable-monitoring, so that control-plane-operators are scraped too", args)
 	}
 }

@@ -59,7 +59,8 @@ type Options struct {
 	// Fairness objects are managed otherwise.
 	SkipFlowControl bool
 	// EnableMonitoring adds a Prometheus Operator ServiceMonitor for the
-	// operator's metrics Service.
+	// operator's metrics Service, and runs the operator with
+	// --enable-monitoring, which gives every control-plane-operator one.
 	EnableMonitoring bool
 }
 
@@ -208,6 +209,9 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 	}
 	if o.LogLevel != "" {
 		args = append(args, "--zap-log-level="+o.LogLevel)
+	}
+	if o.EnableMonitoring {
+		args = append(args, "--enable-monitoring")
 	}
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:            meta,

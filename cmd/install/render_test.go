@@ -44,6 +44,7 @@ func TestRenderGolden(t *testing.T) {
 		{name: "all.yaml", args: []string{"--hypershift-image=quay.io/example/hypershift:v0.1.0"}},
 		{name: "all.json", args: []string{"--hypershift-image=quay.io/example/hypershift:v0.1.0", "--format=json"}},
 		{name: "resources-development.yaml", args: []string{"--outputs=resources", "--development", "--namespace=hypershift-dev", "--image-pull-policy=Always"}},
+		{name: "resources-monitoring.yaml", args: []string{"--outputs=resources", "--hypershift-image=quay.io/example/hypershift:v0.1.0", "--enable-monitoring"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,11 +132,11 @@ func TestOperatorFlags(t *testing.T) {
 	cmd := newRenderCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--skip-flow-control"})
+	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--skip-flow-control", "--enable-monitoring"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug"} {
+	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug", "- --enable-monitoring\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the render lacks %q", want)
 		}
@@ -146,7 +147,7 @@ func TestOperatorFlags(t *testing.T) {
 		}
 	}
 	if args := deploymentOf(ResourceObjects(DefaultOptions())).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
-		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level")
+		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level") || strings.HasPrefix(a, "--enable-monitoring")
 	}) {
 		t.Errorf("by default the operator's own flags are set: %v", args)
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	// namespace: the API server refuses writes by CPO pods that do not hold
 	// the Lease.
 	EnableFencing bool
+	// EnableMonitoring renders, in every control-plane namespace, a
+	// metrics Service and a Prometheus Operator ServiceMonitor for the
+	// control-plane-operator.
+	EnableMonitoring bool
 }
 
 // DefaultOptions are the flags' defaults.
@@ -81,6 +85,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.DurationVar(&o.TeardownTimeout, "teardown-timeout", o.TeardownTimeout, "How long to wait, while no control-plane-operator holds its Lease, for one to finalize its HostedControlPlane before the hypershift-operator finishes the teardown itself.")
 	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace).")
+	fs.BoolVar(&o.EnableMonitoring, "enable-monitoring", o.EnableMonitoring, "Give every control-plane-operator a metrics Service and a Prometheus Operator ServiceMonitor that scrapes it over HTTPS with Prometheus's ServiceAccount token (bind the "+metricsserving.ReaderClusterRole+" ClusterRole to it). Without the ServiceMonitor CRD, HostedClusters report Monitoring=False and run on.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 }
 
@@ -144,6 +149,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		ControlPlaneOperatorTimings:      o.ControlPlaneOperatorTimings,
 		Recorder:                         recorder,
 		TeardownTimeout:                  o.TeardownTimeout,
+		EnableMonitoring:                 o.EnableMonitoring,
 	}
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err

@@ -16,6 +16,11 @@ import (
 // appLabel selects the CPO's pods; a Deployment's selector cannot change.
 const appLabel = "app"
 
+// controlPlaneOperatorSelector selects the CPO's pods.
+func controlPlaneOperatorSelector() map[string]string {
+	return map[string]string{appLabel: hyperv1.ControlPlaneOperatorName}
+}
+
 // ControlPlaneOperatorServiceAccount is the CPO's identity.
 func ControlPlaneOperatorServiceAccount(in Inputs) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
@@ -72,7 +77,7 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 	}
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:        in.objectMeta(hyperv1.ControlPlaneOperatorName),
-		Selector:    map[string]string{appLabel: hyperv1.ControlPlaneOperatorName},
+		Selector:    controlPlaneOperatorSelector(),
 		Replicas:    ControlPlaneOperatorReplicas(in.HostedCluster.Spec.ControllerAvailabilityPolicy),
 		Image:       in.ControlPlaneOperatorImage,
 		PullPolicy:  corev1.PullIfNotPresent,

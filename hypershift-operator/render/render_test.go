@@ -60,6 +60,8 @@ func TestRenderGolden(t *testing.T) {
 			testutil.CompareWithGolden(t, dir+"role", ControlPlaneOperatorRole(in))
 			testutil.CompareWithGolden(t, dir+"rolebinding", ControlPlaneOperatorRoleBinding(in))
 			testutil.CompareWithGolden(t, dir+"auth-delegator", ControlPlaneOperatorAuthDelegator(in))
+			testutil.CompareWithGolden(t, dir+"metrics-service", ControlPlaneOperatorMetricsService(in))
+			testutil.CompareWithGolden(t, dir+"servicemonitor", ControlPlaneOperatorServiceMonitor(in))
 			testutil.CompareWithGolden(t, dir+"deployment", ControlPlaneOperatorDeployment(in))
 			testutil.CompareWithGolden(t, dir+"fencing-binding", FencingBinding(in))
 			testutil.CompareWithGolden(t, dir+"admin-kubeconfig", AdminKubeconfig(in, []byte("apiVersion: v1\nkind: Config\n")))

@@ -1,7 +1,8 @@
 // Package metricsscrape reads an operator's authorized metrics endpoint in
 // tests: tokens of ServiceAccounts with and without the metrics-reader
 // ClusterRole, a GET over HTTPS that trusts the operator's self-signed
-// certificate, and the one check both operators' tests make of it.
+// certificate, the one check both operators' tests make of it, and the
+// Prometheus Operator's ServiceMonitor CRD for tests of what renders one.
 package metricsscrape
 
 import (
@@ -17,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,4 +117,21 @@ func Get(ctx context.Context, url, token string) (int, string, error) {
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// ServiceMonitorCRD is the Prometheus Operator's ServiceMonitor CRD,
+// reduced to what the API server needs to serve the kind.
+func ServiceMonitorCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: new(true),
+				}}}},
+		},
+	}
 }

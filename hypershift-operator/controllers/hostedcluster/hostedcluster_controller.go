@@ -1,8 +1,9 @@
 // Package hostedcluster is the hypershift-operator's HostedCluster
 // controller: for each HostedCluster it applies the control-plane namespace,
 // the HostedControlPlane and a control-plane-operator rendered with leader
-// election, copies the hosted cluster's admin kubeconfig next to the
-// HostedCluster, reports status (the CPO Lease's holder, the API endpoint
+// election (and, on request, its metrics Service and ServiceMonitor),
+// copies the hosted cluster's admin kubeconfig next to the HostedCluster,
+// reports status (the CPO Lease's holder, the API endpoint
 // and the kubeconfig among it), and tears it all down in order on delete.
 package hostedcluster
 
@@ -68,6 +69,10 @@ type Reconciler struct {
 	Fencing Fencing
 	// Probe observes the fence (see fence_observation.go).
 	Probe FenceProbe
+	// EnableMonitoring renders, in every control-plane namespace, a
+	// metrics Service and a Prometheus Operator ServiceMonitor for the
+	// control-plane-operator.
+	EnableMonitoring bool
 
 	fences fences
 	leases *leaseClock
@@ -183,6 +188,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcileNamespace,
 		r.reconcileControlPlane,
 		r.reconcileKubeconfig,
+		// Last: its retry while the ServiceMonitor CRD is missing stops
+		// nothing.
+		r.reconcileMonitoring,
 	}
 	for _, phase := range phases {
 		result, err := phase(ctx, s)

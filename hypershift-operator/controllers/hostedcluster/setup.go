@@ -52,7 +52,8 @@ var clusterScopedObjects = func() labels.Selector {
 // CacheOptions limits the manager's cache to what this controller needs:
 // control-plane namespaces, only the CPO Lease of each namespace, of
 // Secrets only the copies it writes (watched for drift; reads of Secrets go
-// past the cache), and of ClusterRoleBindings only those it creates. The admin kubeconfigs it copies from are watched through
+// past the cache), and of ClusterRoleBindings and Services only those it
+// creates. The admin kubeconfigs it copies from are watched through
 // a cache of their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
@@ -60,6 +61,7 @@ func CacheOptions() cache.Options {
 			&corev1.Namespace{}:          {Label: labels.SelectorFromSet(labels.Set{hyperv1.HostedControlPlaneLabel: "true"})},
 			&corev1.Secret{}:             {Label: secretCopies},
 			&rbacv1.ClusterRoleBinding{}: {Label: clusterScopedObjects},
+			&corev1.Service{}:            {Label: labels.SelectorFromSet(render.MetricsServiceLabels())},
 			&coordinationv1.Lease{}: {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
 			},
@@ -121,6 +123,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.RoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.ClusterRoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&corev1.Service{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		// LeaderFencing on every HostedCluster follows the cluster-scoped
 		// fencing objects.
