@@ -8,8 +8,8 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 )
 
-// ControlPlaneNamespaceLabel, on the cluster-scoped objects the
-// hypershift-operator creates for a HostedCluster, names its control-plane
+// ControlPlaneNamespaceLabel names, on the cluster-scoped objects the
+// hypershift-operator creates for a HostedCluster, its control-plane
 // namespace; the operator watches those objects, and no others of their
 // kind, by it.
 const ControlPlaneNamespaceLabel = "hypershift.openshift.io/control-plane-namespace"

@@ -47,7 +47,7 @@ func TestAuthDelegatorBinding(t *testing.T) {
 	awaitGone(t, c)
 	testutil.Eventually(t, converge, func() error {
 		if err := env.Client.Get(t.Context(), key, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("ClusterRoleBinding %s outlives its cluster (get: %v)", key.Name, err)
+			return fmt.Errorf("ClusterRoleBinding %s outlives its cluster (get: %w)", key.Name, err)
 		}
 		return nil
 	})
@@ -113,10 +113,10 @@ func TestMonitoring(t *testing.T) {
 		sm := &unstructured.Unstructured{}
 		sm.SetGroupVersionKind(metricsserving.ServiceMonitorKind)
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, sm); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the ServiceMonitor is still there (%v)", err)
+			return fmt.Errorf("the ServiceMonitor is still there (%w)", err)
 		}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: render.ControlPlaneOperatorMetricsServiceName}, &corev1.Service{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the metrics Service is still there (%v)", err)
+			return fmt.Errorf("the metrics Service is still there (%w)", err)
 		}
 		if cond := meta.FindStatusCondition(c.get(t).Status.Conditions, hostedcluster.Monitoring); cond != nil {
 			return fmt.Errorf("condition Monitoring is still there: %+v", cond)
