@@ -45,6 +45,7 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.TeardownTimeout, "teardown-timeout", 0, "The operator's --teardown-timeout: how long it waits for a control-plane-operator to finalize its HostedControlPlane (0: the operator's default, 2m).")
 	fs.StringSliceVar(&f.InsecureRegistries, "insecure-registries", nil, "The operator's --insecure-registries: registry hosts it reaches over plain HTTP.")
 	fs.StringVar(&f.LogLevel, "log-level", "", "The operator's log level (--zap-log-level): debug, info, error or a verbosity from 1 up (default info).")
+	fs.StringVar(&f.LogFormat, "log-format", "", "The operator's log format (--zap-encoder): json or console (default json).")
 	fs.BoolVar(&f.EnableMonitoring, "enable-monitoring", false, "Add a Prometheus Operator ServiceMonitor that scrapes the operator's metrics over HTTPS with Prometheus's ServiceAccount token (bind the "+rbac.MetricsReaderName+" ClusterRole to it), and run the operator with --enable-monitoring, which gives every control-plane-operator a metrics Service and a ServiceMonitor of its own; needs the ServiceMonitor CRD.")
 	fs.BoolVar(&f.SkipFlowControl, "skip-flow-control", false, "Leave out the hypershift-leader-election FlowSchema and PriorityLevelConfiguration, for a cluster whose API Priority and Fairness objects are managed otherwise.")
 }

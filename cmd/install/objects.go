@@ -54,6 +54,9 @@ type Options struct {
 	InsecureRegistries []string
 	// LogLevel is the HO's --zap-log-level; "" leaves its default (info).
 	LogLevel string
+	// LogFormat is the HO's --zap-encoder (json or console); "" leaves its
+	// default (json).
+	LogFormat string
 	// SkipFlowControl leaves out the leader-election FlowSchema and
 	// PriorityLevelConfiguration, for clusters whose API Priority and
 	// Fairness objects are managed otherwise.
@@ -97,6 +100,9 @@ func (o Options) Validate() error {
 	}
 	if o.LogLevel != "" && !config.ValidLogLevel(o.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, error or a verbosity from 1 up", o.LogLevel)
+	}
+	if o.LogFormat != "" && o.LogFormat != "json" && o.LogFormat != "console" {
+		return fmt.Errorf("invalid --log-format %q: use json or console", o.LogFormat)
 	}
 	if err := o.Timings.Validate(); err != nil {
 		return fmt.Errorf("invalid hypershift-operator timings: %w", err)
@@ -209,6 +215,9 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 	}
 	if o.LogLevel != "" {
 		args = append(args, "--zap-log-level="+o.LogLevel)
+	}
+	if o.LogFormat != "" {
+		args = append(args, "--zap-encoder="+o.LogFormat)
 	}
 	if o.EnableMonitoring {
 		args = append(args, "--enable-monitoring")
