@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +26,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/metricsscrape"
 )
 
 func installOperator(t *testing.T, image string, extra ...string) {
@@ -129,9 +132,20 @@ func testCreate(t *testing.T) {
 		return nil
 	})
 	t.Logf("the new pull secret reached %s in %s", ns, time.Since(changed).Round(time.Millisecond))
-	if pods := cpoPods(t, ns); len(pods) != 1 || pods[0].Name != pod || pods[0].Status.ContainerStatuses[0].RestartCount != 0 {
-		t.Errorf("the CPO was restarted for new credentials: was %s, now %d pods", pod, len(pods))
+	pods := cpoPods(t, ns)
+	if len(pods) != 1 || pods[0].Name != pod || pods[0].Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Fatalf("the CPO was restarted for new credentials: was %s, now %d pods", pod, len(pods))
 	}
+
+	// The CPO pod serves its metrics over HTTPS to the scrapers the
+	// management API server authorizes, through the ClusterRoleBinding the
+	// HO made for it.
+	scrapers := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics"}}
+	if err := lc.Env.Client.Create(t.Context(), scrapers); err != nil {
+		t.Fatal(err)
+	}
+	metricsscrape.ExpectAuthorized(t, lc.Env.Client, scrapers.Name, net.JoinHostPort(pods[0].Status.PodIP, strconv.Itoa(hyperv1.MetricsPort)),
+		"hypershift_leader_election_is_leader")
 }
 
 // upgrade runs v1 -> v2 -> v1 -> v2 on cluster name, waiting each time until
