@@ -115,6 +115,12 @@ const (
 	// ValidPKI is False when the control plane's certificates and keys
 	// cannot be kept or issued, for example when a CA Secret does not parse.
 	ValidPKI = "ValidPKI"
+	// WritesFenced, on a HostedControlPlane, is True once the API server
+	// has refused writes of its control-plane-operator as not the Lease
+	// holder's (the fence held); its message counts them and quotes the
+	// last. The hypershift-operator relays each report as a Warning event
+	// on the HostedCluster.
+	WritesFenced = "WritesFenced"
 )
 
 // AdminKubeconfigName names the copy of a HostedCluster's admin

@@ -20,7 +20,7 @@ import (
 // WritesFenced is the HostedControlPlane condition that tells whether the API
 // server refused writes of this control-plane-operator as not the Lease
 // holder (see FencedWrites).
-const WritesFenced = "WritesFenced"
+const WritesFenced = hyperv1.WritesFenced
 
 // isFenced tells a write the API server refused because this pod does not
 // hold the Lease (the policy the hypershift-operator binds).

@@ -81,7 +81,8 @@ type Reconciler struct {
 	waits *waitBackoff
 	// reported holds, by "<HostedCluster UID>/<condition>", the reason and
 	// message reportOnChange last reported, and the resourceVersion of the
-	// copy that pass started from.
+	// copy that pass started from; for WritesFenced, the HostedControlPlane
+	// condition's message reportFencedWrites last relayed.
 	reported sync.Map
 	// kubeconfigs caches the Secrets in which the control-plane-operators
 	// publish their admin kubeconfigs (SetupCaches).

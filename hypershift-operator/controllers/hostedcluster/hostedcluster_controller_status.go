@@ -55,6 +55,7 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	}
 	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
 	r.reportNewLeader(s)
+	r.reportFencedWrites(s, hcp)
 	if lease != nil && r.leases != nil {
 		if silent, duration := r.leases.silent(client.ObjectKeyFromObject(lease)); silent {
 			conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
@@ -77,6 +78,27 @@ func (r *Reconciler) reportNewLeader(s *scope) {
 	}
 	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, "LeaderElected", "Elect",
 		"control-plane-operator %s became leader (Lease %s/%s, %d transitions)", now.HolderIdentity, s.namespace, hyperv1.ControlPlaneOperatorLeaseName, now.LeaseTransitions)
+}
+
+// reportFencedWrites relays each new report of the HostedControlPlane's
+// WritesFenced condition as a Warning event on the HostedCluster: the API
+// server refused writes of a control-plane-operator that did not hold the
+// Lease. Once per report (the condition's message counts the writes), as
+// far as this process remembers: a restarted hypershift-operator relays a
+// standing report once more.
+func (r *Reconciler) reportFencedWrites(s *scope, hcp *hyperv1.HostedControlPlane) {
+	if hcp == nil {
+		return
+	}
+	fenced := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.WritesFenced)
+	if fenced == nil || fenced.Status != metav1.ConditionTrue {
+		return
+	}
+	if last, ok := r.reported.Swap(string(s.hc.UID)+"/"+hyperv1.WritesFenced, fenced.Message); ok && last == fenced.Message {
+		return
+	}
+	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.WritesFenced, "Fence",
+		"The fence held: the control-plane-operator of HostedControlPlane %s/%s reports: %s", hcp.Namespace, hcp.Name, fenced.Message)
 }
 
 // leaderStatus is what status shows of the Lease: only what changes with

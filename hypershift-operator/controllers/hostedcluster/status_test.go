@@ -309,3 +309,48 @@ func hostedClusterTable(t *testing.T, namespace, name string) *metav1.Table {
 	}
 	return table
 }
+
+// TestFencedWritesAreRelayed: each report of fenced writes the
+// control-plane-operator makes on its HostedControlPlane (WritesFenced)
+// reaches the HostedCluster as one Warning event; a status write that
+// repeats the report adds none.
+func TestFencedWritesAreRelayed(t *testing.T) {
+	startOperator(t, nil)
+	c := newCluster(t, "4.17.0", nil)
+	report := func(message string) {
+		t.Helper()
+		testutil.Eventually(t, converge, func() error {
+			hcp := &hyperv1.HostedControlPlane{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp); err != nil {
+				return err
+			}
+			meta.SetStatusCondition(&hcp.Status.Conditions, metav1.Condition{Type: hyperv1.WritesFenced, Status: metav1.ConditionTrue, Reason: "WritesRefused", Message: message})
+			meta.SetStatusCondition(&hcp.Status.Conditions, metav1.Condition{Type: "Poke", Status: metav1.ConditionTrue, Reason: "Poke", Message: time.Now().String()})
+			return env.Client.Status().Update(t.Context(), hcp)
+		})
+	}
+	count := func() int {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(t.Context(), list, client.InNamespace(c.hc.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range list.Items {
+			if e.Regarding.Name == c.hc.Name && e.Reason == hyperv1.WritesFenced {
+				n++
+			}
+		}
+		return n
+	}
+
+	report("The API server refused 3 writes of this control-plane-operator as not the Lease holder; the last: fenced: control-plane-operator pod a")
+	awaitEvent(t, c.hc, corev1.EventTypeWarning, hyperv1.WritesFenced, "The fence held: the control-plane-operator of HostedControlPlane "+
+		c.controlPlaneNamespace()+"/"+c.hc.Name+" reports: The API server refused 3 writes")
+	report("The API server refused 3 writes of this control-plane-operator as not the Lease holder; the last: fenced: control-plane-operator pod a")
+	time.Sleep(2 * time.Second)
+	if n := count(); n != 1 {
+		t.Fatalf("one report gave %d WritesFenced events", n)
+	}
+	report("The API server refused 5 writes of this control-plane-operator as not the Lease holder; the last: fenced: control-plane-operator pod a")
+	awaitEvent(t, c.hc, corev1.EventTypeWarning, hyperv1.WritesFenced, "refused 5 writes")
+}
