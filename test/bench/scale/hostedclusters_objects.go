@@ -44,6 +44,7 @@ var objectKinds = []objectKind{
 	{kind: "RoleBinding", resource: "rolebindings", gvk: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), name: hyperv1.ControlPlaneOperatorName},
 	{kind: "Deployment", resource: "deployments", gvk: appsv1.SchemeGroupVersion.WithKind("Deployment"), name: hyperv1.ControlPlaneOperatorName},
 	{kind: "Lease", resource: "leases", gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease"), name: hyperv1.ControlPlaneOperatorLeaseName},
+	{kind: "ClusterRoleBinding", resource: "clusterrolebindings", gvk: rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding")},
 	{kind: "ValidatingAdmissionPolicyBinding", resource: "validatingadmissionpolicybindings", gvk: admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), fencing: true},
 }
 
@@ -56,6 +57,8 @@ func (k objectKind) key(cp, name string) string {
 		return "/" + cp
 	case "validatingadmissionpolicybindings":
 		return "/" + render.FencingBindingName(cp)
+	case "clusterrolebindings":
+		return "/" + render.AuthDelegatorBindingName(cp)
 	case "hostedcontrolplanes":
 		return cp + "/" + name
 	}
@@ -67,7 +70,7 @@ func (k objectKind) key(cp, name string) string {
 func auditKey(e auditv1.Event) string {
 	ref := e.ObjectRef
 	switch ref.Resource {
-	case "namespaces", "validatingadmissionpolicybindings":
+	case "namespaces", "validatingadmissionpolicybindings", "clusterrolebindings":
 		return ref.Resource + " /" + ref.Name
 	}
 	return ref.Resource + " " + ref.Namespace + "/" + ref.Name
@@ -81,8 +84,11 @@ func (k objectKind) list(ctx context.Context, c client.Client) (map[string]bool,
 	if k.name != "" {
 		opts = append(opts, client.MatchingFields{"metadata.name": k.name})
 	}
-	if k.resource == "namespaces" {
+	switch k.resource {
+	case "namespaces":
 		opts = append(opts, client.MatchingLabels{hyperv1.HostedControlPlaneLabel: "true"})
+	case "clusterrolebindings":
+		opts = append(opts, client.HasLabels{render.ControlPlaneNamespaceLabel})
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("failed to list %ss: %w", k.kind, err)
