@@ -3,6 +3,7 @@ package hostedcluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,12 +41,6 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 		}
 		deployment = nil
 	}
-	r.setVersion(s, hcp, deployment, applyErr)
-	setAvailable(s.hc, hcp)
-	if hcp != nil {
-		s.hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint.DeepCopy()
-	}
-
 	lease := &coordinationv1.Lease{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -53,17 +48,34 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 		}
 		lease = nil
 	}
+
+	r.setVersion(s, hcp, deployment, applyErr)
+	// Available is set once per pass: setting it twice (from the
+	// HostedControlPlane, then Unknown for a silent Lease) would move its
+	// lastTransitionTime on every pass, and write status every time.
+	if silent, duration := r.silentLease(lease); silent {
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
+			fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
+				s.namespace, hyperv1.ControlPlaneOperatorLeaseName, duration))
+	} else {
+		setAvailable(s.hc, hcp)
+	}
+	if hcp != nil {
+		s.hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint.DeepCopy()
+	}
 	s.hc.Status.ControlPlaneOperator = leaderStatus(lease)
 	r.reportNewLeader(s)
 	r.reportFencedWrites(s, hcp)
-	if lease != nil && r.leases != nil {
-		if silent, duration := r.leases.silent(client.ObjectKeyFromObject(lease)); silent {
-			conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
-				fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
-					s.namespace, hyperv1.ControlPlaneOperatorLeaseName, duration))
-		}
-	}
 	return r.observeFencing(ctx, s, lease)
+}
+
+// silentLease reports whether the CPO Lease has gone unchanged for its
+// lease duration (leaseClock), and that duration.
+func (r *Reconciler) silentLease(lease *coordinationv1.Lease) (bool, time.Duration) {
+	if lease == nil || r.leases == nil {
+		return false, 0
+	}
+	return r.leases.silent(client.ObjectKeyFromObject(lease))
 }
 
 // reportNewLeader records an event when the Lease names a holder other

@@ -94,6 +94,22 @@ func TestSilentLeaseMakesAvailableUnknown(t *testing.T) {
 	}
 	t.Logf("Available went Unknown %s after the last renewal", time.Since(silentAt).Round(time.Millisecond))
 
+	// Passes while the Lease stays silent write nothing: Available keeps
+	// the time it went Unknown.
+	went := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available).LastTransitionTime
+	for i := range 3 {
+		c.update(t, func(hc *hyperv1.HostedCluster) {
+			if hc.Annotations == nil {
+				hc.Annotations = map[string]string{}
+			}
+			hc.Annotations["test.hypershift.openshift.io/pass"] = fmt.Sprint(i)
+		})
+		time.Sleep(1500 * time.Millisecond)
+		if a := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available); !a.LastTransitionTime.Equal(&went) {
+			t.Fatalf("a pass while the Lease is silent moved Available's lastTransitionTime from %s to %s", went, a.LastTransitionTime)
+		}
+	}
+
 	renewAs(t, c, "cpo-y", leaseSeconds)
 	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
 }
