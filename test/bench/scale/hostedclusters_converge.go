@@ -242,7 +242,8 @@ func (r *hcRun) drain(ctx context.Context, timeout time.Duration) (map[string]fl
 			return m, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the hypershift-operator's work queue did not drain within %s of the last status: depth %.0f, %.0f reconciles running", timeout, depth, active)
+			return nil, fmt.Errorf("the hypershift-operator's work queue did not drain within %s of the last status: depth %.0f, %.0f reconciles running (%s)",
+				timeout, depth, active, queueDiagnosis(m))
 		}
 		select {
 		case <-ctx.Done():
@@ -250,6 +251,20 @@ func (r *hcRun) drain(ctx context.Context, timeout time.Duration) (map[string]fl
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// queueDiagnosis says, from the HO's metrics, what keeps its queue full:
+// how many reconciles ran and how long they took on average, how many
+// items were added, and how many requests it sent and how long they took.
+func queueDiagnosis(m map[string]float64) string {
+	reconciles, _ := metric(m, "controller_runtime_reconcile_total", `controller="hostedcluster"`)
+	seconds, _ := metric(m, "controller_runtime_reconcile_time_seconds_sum", `controller="hostedcluster"`)
+	adds, _ := metric(m, "workqueue_adds_total", `name="hostedcluster"`)
+	requests, _ := metric(m, "rest_client_requests_total")
+	latency, _ := metric(m, "rest_client_request_duration_seconds_sum")
+	latencyCount, _ := metric(m, "rest_client_request_duration_seconds_count")
+	return fmt.Sprintf("reconciles %.0f, %.3f s each on average; queue adds %.0f; requests %.0f, %.3f s each on average",
+		reconciles, seconds/max(reconciles, 1), adds, requests, latency/max(latencyCount, 1))
 }
 
 // quiet waits out the quiet window, checking that the HO runs, then that
