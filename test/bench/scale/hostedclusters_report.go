@@ -61,7 +61,7 @@ func (res *hcResult) markdown(o hcOptions) string {
 		"as a user bound only to its ClusterRole and election Role, kubeconfig %s. "+
 		"%s HostedClusters, each with its pull secret, as `hypershift create cluster none` makes them, over %d namespaces, created by %d concurrent clients. "+
 		"A HostedCluster is complete when its %d objects exist (%s), polled with metadata-only LISTs every %s; "+
-		"its status is complete when it reports a successful reconcile of its generation, the release version, the CPO Lease and LeaderFencing. "+
+		"its status is complete when it reports a successful reconcile of its generation, the release version, the CPO Lease, LeaderFencing, and Available=Unknown (ControlPlaneOperatorSilent) once the CPO Lease has gone its lease duration without a holder: no control-plane-operator runs here. "+
 		"Requests are counted from the API server's audit log, by the operator's user.\n\n",
 		r.election, fencing, kubeconfig,
 		thousands(n), o.namespaces, o.creators, len(r.kinds), kindList(r.kinds), o.poll)
