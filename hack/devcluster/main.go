@@ -124,7 +124,7 @@ Watch the management cluster:
   kubectl get hostedclusters -A
   kubectl -n clusters-demo get pods -o wide
 Upgrade it to the second payload (the control-plane-operator, then etcd, the kube-apiserver, the controllers):
-  kubectl -n clusters patch hostedcluster demo --type=merge -p '{"spec":{"release":{"image":"%[2]s"}}}'
+  bin/hypershift update cluster demo --kubeconfig=%[1]s --release-image=%[2]s --wait
 Logs of every pod: %[3]s/node/logs   Audit log: %[4]s
 Press Ctrl-C (or run make stop) to stop it%[5]s.
 `, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig)
