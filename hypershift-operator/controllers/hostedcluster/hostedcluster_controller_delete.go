@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -113,24 +114,9 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 
 // deleteAuthDelegator removes the CPO's auth-delegator ClusterRoleBinding
 // of namespace, if there is one and it serves the HostedCluster clusterKey.
-// It reads past the cache: a binding a late cache does not show yet must
-// not outlive its cluster.
 func (r *Reconciler) deleteAuthDelegator(ctx context.Context, namespace, clusterKey string) error {
-	binding := &rbacv1.ClusterRoleBinding{}
-	key := client.ObjectKey{Name: render.AuthDelegatorBindingName(namespace)}
-	if err := r.APIReader.Get(ctx, key, binding); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("failed to get ClusterRoleBinding %s: %w", key.Name, err)
-	}
-	if binding.Annotations[hyperv1.ClusterAnnotation] != clusterKey {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to delete ClusterRoleBinding %s (the control-plane-operator's %s binding): %w", key.Name, rbac.AuthDelegatorClusterRole, err)
-	}
-	return nil
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: render.AuthDelegatorBindingName(namespace)}}
+	return r.deleteClusterScoped(ctx, binding, "ClusterRoleBinding (the control-plane-operator's "+rbac.AuthDelegatorClusterRole+" binding)", clusterKey)
 }
 
 // deleteHostedControlPlane deletes the HostedControlPlane and waits for it

@@ -84,19 +84,26 @@ func (r *Reconciler) missingFencingObjects(ctx context.Context) (string, error) 
 // deleteFencingBinding removes the binding of namespace, if there is one
 // and it serves the HostedCluster clusterKey.
 func (r *Reconciler) deleteFencingBinding(ctx context.Context, namespace, clusterKey string) error {
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	binding.Name = render.FencingBindingName(namespace)
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(namespace)}}
+	return r.deleteClusterScoped(ctx, binding, "fencing binding", clusterKey)
+}
+
+// deleteClusterScoped deletes obj (a cluster-scoped object, named), which
+// the namespace's deletion would leave behind, if it exists and serves the
+// HostedCluster clusterKey. It reads past the cache: an object a late
+// cache does not show yet must not outlive its cluster.
+func (r *Reconciler) deleteClusterScoped(ctx context.Context, obj client.Object, what, clusterKey string) error {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("failed to get fencing binding %s: %w", binding.Name, err)
+		return fmt.Errorf("failed to get %s %s: %w", what, obj.GetName(), err)
 	}
-	if binding.Annotations[hyperv1.ClusterAnnotation] != clusterKey {
+	if obj.GetAnnotations()[hyperv1.ClusterAnnotation] != clusterKey {
 		return nil
 	}
-	if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to delete fencing binding %s: %w", binding.Name, err)
+	if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to delete %s %s: %w", what, obj.GetName(), err)
 	}
 	return nil
 }
