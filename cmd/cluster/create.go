@@ -102,12 +102,7 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 	secretName := o.Name + "-pull-secret"
 	return []client.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}},
-		&corev1.Secret{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: secretName, Labels: map[string]string{hyperv1.SafeToDeleteWithClusterLabel: "true"}},
-			Type:       corev1.SecretTypeDockerConfigJson,
-			Data:       map[string][]byte{corev1.DockerConfigJsonKey: pullSecret},
-		},
+		newPullSecret(o.Namespace, secretName, pullSecret),
 		&hyperv1.HostedCluster{
 			TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedCluster"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
@@ -202,7 +197,11 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if err := o.dryRun(ctx, c, namespace, hc, out); err != nil {
 		return cli.Explain(cfg.Host, err)
 	}
-	if err := applyPullSecret(ctx, c, secret, out); err != nil {
+	change, err := planPullSecret(ctx, c, secret)
+	if err == nil {
+		err = change.apply(ctx, c, out)
+	}
+	if err != nil {
 		return cli.Explain(cfg.Host, err)
 	}
 	if err := c.Create(ctx, hc); err != nil {

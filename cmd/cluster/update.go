@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +123,7 @@ func (o *UpdateOptions) update(ctx context.Context, c client.Client, pullSecret 
 	var secret *pullSecretChange
 	if pullSecret != nil {
 		var err error
-		if secret, err = planPullSecret(ctx, c, hc, pullSecret); err != nil {
+		if secret, err = planPullSecretUpdate(ctx, c, hc, pullSecret); err != nil {
 			return err
 		}
 	}
@@ -160,59 +159,16 @@ func (o *UpdateOptions) update(ctx context.Context, c client.Client, pullSecret 
 	return waitRolledOut(ctx, c, k, patched.Generation, o.Timeout, out)
 }
 
-// pullSecretChange is what --pull-secret does to the Secret a HostedCluster
-// names: create it, or replace the data of the version read (nil when
-// missing).
-type pullSecretChange struct {
-	want, live *corev1.Secret
-}
-
-// planPullSecret reads the Secret hc names and decides what to do with it;
-// it refuses a Secret `create cluster` did not create.
-func planPullSecret(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster, data []byte) (*pullSecretChange, error) {
-	k := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
-	change := &pullSecretChange{want: &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name, Labels: map[string]string{hyperv1.SafeToDeleteWithClusterLabel: "true"}},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: data},
-	}}
-	live := &corev1.Secret{}
-	switch err := c.Get(ctx, k, live); {
-	case apierrors.IsNotFound(err):
-		return change, nil
-	case err != nil:
-		return nil, fmt.Errorf("failed to get pull secret %s: %w", k, err)
+// planPullSecretUpdate plans the change of the pull secret hc names, and
+// refuses one `create cluster` did not create.
+func planPullSecretUpdate(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster, data []byte) (*pullSecretChange, error) {
+	change, err := planPullSecret(ctx, c, newPullSecret(hc.Namespace, hc.Spec.PullSecret.Name, data))
+	if err != nil || !change.userOwned {
+		return change, err
 	}
-	if live.Labels[hyperv1.SafeToDeleteWithClusterLabel] != "true" {
-		return nil, fmt.Errorf("pull secret %s of HostedCluster %s/%s was not created by hypershift create cluster (it has no %s=true label), so it may be shared or managed elsewhere: change it where it is managed, e.g. kubectl create secret generic %s -n %s --type=%s --from-file=%s=FILE --dry-run=client -o yaml | kubectl apply -f -",
-			k, hc.Namespace, hc.Name, hyperv1.SafeToDeleteWithClusterLabel, k.Name, k.Namespace, corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey)
-	}
-	change.live = live
-	return change, nil
-}
-
-// apply creates the Secret, or updates the version planned from, so that a
-// change made meanwhile is not overwritten.
-func (p *pullSecretChange) apply(ctx context.Context, c client.Client, out io.Writer) error {
-	k := client.ObjectKeyFromObject(p.want)
-	if p.live == nil {
-		if err := c.Create(ctx, p.want); err != nil {
-			return fmt.Errorf("failed to create pull secret %s: %w", k, err)
-		}
-		_, _ = fmt.Fprintf(out, "Secret %s created with the credentials of --pull-secret\n", k)
-		return nil
-	}
-	if bytes.Equal(p.live.Data[corev1.DockerConfigJsonKey], p.want.Data[corev1.DockerConfigJsonKey]) {
-		_, _ = fmt.Fprintf(out, "Secret %s already has these credentials\n", k)
-		return nil
-	}
-	updated := p.live.DeepCopy()
-	updated.Data = p.want.Data
-	if err := c.Update(ctx, updated); err != nil {
-		return fmt.Errorf("failed to update pull secret %s: %w", k, err)
-	}
-	_, _ = fmt.Fprintf(out, "Secret %s updated with the credentials of --pull-secret\n", k)
-	return nil
+	k := client.ObjectKeyFromObject(change.want)
+	return nil, fmt.Errorf("pull secret %s of HostedCluster %s/%s was not created by hypershift create cluster (it has no %s=true label), so it may be shared or managed elsewhere: change it where it is managed, e.g. kubectl create secret generic %s -n %s --type=%s --from-file=%s=FILE --dry-run=client -o yaml | kubectl apply -f -",
+		k, hc.Namespace, hc.Name, hyperv1.SafeToDeleteWithClusterLabel, k.Name, k.Namespace, corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey)
 }
 
 // waitRolledOut waits until the hypershift-operator has taken generation
@@ -225,7 +181,7 @@ func waitRolledOut(ctx context.Context, c client.Client, k client.ObjectKey, gen
 		if err := terminal(hc); err != nil {
 			return "", err
 		}
-		if progress := prerequisiteBlocking(hc); progress != "" {
+		if progress := notTrue(hc, true, hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage); progress != "" {
 			return progress, nil
 		}
 		version := hc.Status.Version
@@ -248,16 +204,4 @@ func waitRolledOut(ctx context.Context, c client.Client, k client.ObjectKey, gen
 		_, _ = fmt.Fprintf(out, "HostedCluster %s runs release image %s and is Available\n", k, image)
 	}
 	return err
-}
-
-// prerequisiteBlocking names a configuration or release image condition of
-// the HostedCluster's current generation that is not True; "" when none.
-func prerequisiteBlocking(hc *hyperv1.HostedCluster) string {
-	for _, t := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage} {
-		cond := meta.FindStatusCondition(hc.Status.Conditions, t)
-		if cond != nil && cond.Status != metav1.ConditionTrue && cond.ObservedGeneration == hc.Generation {
-			return fmt.Sprintf("%s=%s (%s: %s)", t, cond.Status, cond.Reason, cond.Message)
-		}
-	}
-	return ""
 }

@@ -109,13 +109,23 @@ func terminal(hc *hyperv1.HostedCluster) error {
 // blocking names the condition that holds the cluster back: a failed
 // prerequisite first, then Available itself.
 func blocking(hc *hyperv1.HostedCluster) string {
-	for _, t := range []string{hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, hyperv1.ReconciliationActive, hyperv1.ReconciliationSucceeded, hyperv1.Available} {
+	if progress := notTrue(hc, false, hyperv1.ValidConfiguration, hyperv1.ValidReleaseImage, hyperv1.ReconciliationActive, hyperv1.ReconciliationSucceeded, hyperv1.Available); progress != "" {
+		return progress
+	}
+	return "no status yet: is the hypershift-operator running?"
+}
+
+// notTrue describes the first of hc's conditions of types that is not
+// True (with currentOnly, only one observed for hc's generation); "" when
+// none is.
+func notTrue(hc *hyperv1.HostedCluster, currentOnly bool, types ...string) string {
+	for _, t := range types {
 		cond := meta.FindStatusCondition(hc.Status.Conditions, t)
-		if cond != nil && cond.Status != metav1.ConditionTrue {
+		if cond != nil && cond.Status != metav1.ConditionTrue && (!currentOnly || cond.ObservedGeneration == hc.Generation) {
 			return fmt.Sprintf("%s=%s (%s: %s)", t, cond.Status, cond.Reason, cond.Message)
 		}
 	}
-	return "no status yet: is the hypershift-operator running?"
+	return ""
 }
 
 // waitKubeconfig waits, until ctx ends (timeout is its length, for the
