@@ -54,7 +54,7 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	// HostedControlPlane, then Unknown for a silent Lease) would move its
 	// lastTransitionTime on every pass, and write status every time.
 	if silent, duration := r.silentLease(lease); silent {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, "ControlPlaneOperatorSilent",
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, ControlPlaneOperatorSilentReason,
 			fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
 				s.namespace, hyperv1.ControlPlaneOperatorLeaseName, duration))
 	} else {
@@ -68,6 +68,10 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	r.reportFencedWrites(s, hcp)
 	return r.observeFencing(ctx, s, lease)
 }
+
+// ControlPlaneOperatorSilentReason is the reason of Available=Unknown when
+// no control-plane-operator has renewed the Lease for its lease duration.
+const ControlPlaneOperatorSilentReason = "ControlPlaneOperatorSilent"
 
 // silentLease reports whether the CPO Lease has gone unchanged for its
 // lease duration (leaseClock), and that duration.

@@ -84,7 +84,7 @@ func TestSilentLeaseMakesAvailableUnknown(t *testing.T) {
 		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionUnknown); err != nil {
 			return err
 		}
-		if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != "ControlPlaneOperatorSilent" {
+		if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
 			return fmt.Errorf("Available is Unknown for %s: %s", a.Reason, a.Message)
 		}
 		return nil

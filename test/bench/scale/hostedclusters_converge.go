@@ -221,7 +221,7 @@ func (r *hcRun) statusPending(hc *hyperv1.HostedCluster) string {
 	// No control-plane-operator runs here: once its Lease has gone a lease
 	// duration without a holder, Available says so, and that is the
 	// HostedCluster's last status change.
-	if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a == nil || a.Reason != "ControlPlaneOperatorSilent" {
+	if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a == nil || a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
 		return hyperv1.Available + " (waiting for the silent Lease to show)"
 	}
 	return ""
