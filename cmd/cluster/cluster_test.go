@@ -84,7 +84,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 	}{
 		{name: "when the name is missing, it is refused", args: []string{"--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: "a HostedCluster name is required"},
 		{name: "when the policy is unknown, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret, "--control-plane-availability-policy=Triple", "--render"}, want: `invalid --control-plane-availability-policy "Triple"`},
-		{name: "when the pull secret file is missing, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=/does/not/exist", "--render"}, want: "failed to read --pull-secret"},
+		{name: "when the pull secret file is missing, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=/does/not/exist", "--render", "--external-api-server-address=127.0.0.1"}, want: "failed to read --pull-secret"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,7 +237,7 @@ func TestCreateWaitNamesTheBlocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=lonely", "--namespace=clusters-lonely",
+	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=lonely", "--namespace=clusters-lonely", "--external-api-server-address=127.0.0.1",
 		"--release-image=quay.io/ocp/release:4.17.0", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`), "--wait", "--timeout=3s")
 	if err == nil || !strings.Contains(err.Error(), "was not Available within 3s") {
 		t.Fatalf("got %v", err)
@@ -268,6 +268,7 @@ func TestCreateRefusesAControlPlaneNamespaceOfAnother(t *testing.T) {
 			Release:    hyperv1.Release{Image: "quay.io/x/y:1"},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	if err := env.Client.Create(t.Context(), other); err != nil {

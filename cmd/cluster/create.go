@@ -37,10 +37,13 @@ type CreateOptions struct {
 	// ExternalAPIServerAddress is where clients reach the kube-apiserver's
 	// NodePort; empty means the first node's address.
 	ExternalAPIServerAddress string
-	Render, RenderSensitive  bool
-	Wait                     bool
-	Timeout                  time.Duration
-	kube                     cli.KubeconfigFlags
+	// ExternalAPIServerPort is the NodePort; 0 lets the management cluster
+	// allocate one.
+	ExternalAPIServerPort   int32
+	Render, RenderSensitive bool
+	Wait                    bool
+	Timeout                 time.Duration
+	kube                    cli.KubeconfigFlags
 }
 
 // NewCreateCommand returns `hypershift create` with `cluster none`.
@@ -75,6 +78,8 @@ func NewCreateCommand() *cobra.Command {
 	fs.BoolVar(&o.RenderSensitive, "render-sensitive", false, "With --render, print the pull secret too.")
 	fs.StringVar(&o.ExternalAPIServerAddress, "external-api-server-address", "",
 		"The address (IP or DNS name) clients reach the kube-apiserver's NodePort on; by default the first node's ExternalDNS, ExternalIP or InternalIP address.")
+	fs.Int32Var(&o.ExternalAPIServerPort, "external-api-server-port", 0,
+		"The node port clients reach the kube-apiserver on, in the management cluster's NodePort range (30000-32767 unless its kube-apiserver sets --service-node-port-range); by default the management cluster allocates one.")
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available and a request with its admin kubeconfig succeeds.")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
@@ -122,16 +127,7 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 // services publishes the kube-apiserver on a NodePort at
 // ExternalAPIServerAddress, as HyperShift's platform None does.
 func (o *CreateOptions) services() []hyperv1.ServicePublishingStrategyMapping {
-	if o.ExternalAPIServerAddress == "" {
-		return nil
-	}
-	return []hyperv1.ServicePublishingStrategyMapping{{
-		Service: hyperv1.APIServer,
-		ServicePublishingStrategy: hyperv1.ServicePublishingStrategy{
-			Type:     hyperv1.NodePort,
-			NodePort: &hyperv1.NodePortPublishingStrategy{Address: o.ExternalAPIServerAddress},
-		},
-	}}
+	return hyperv1.NodePortServices(o.ExternalAPIServerAddress, o.ExternalAPIServerPort)
 }
 
 func (o *CreateOptions) validate() error {
@@ -155,6 +151,12 @@ func (o *CreateOptions) validate() error {
 	}
 	if o.Render && o.Wait {
 		return fmt.Errorf("--render prints the objects and creates nothing: it cannot --wait")
+	}
+	if o.Render && o.ExternalAPIServerAddress == "" {
+		return fmt.Errorf("--render needs --external-api-server-address: it reads no node of the management cluster, and a HostedCluster must publish its kube-apiserver")
+	}
+	if o.ExternalAPIServerPort < 0 || o.ExternalAPIServerPort > 65535 {
+		return fmt.Errorf("invalid --external-api-server-port %d: use a node port of the management cluster (30000-32767 on most), or leave it unset", o.ExternalAPIServerPort)
 	}
 	return nil
 }
@@ -182,7 +184,7 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := o.checkControlPlaneNamespace(ctx, c); err != nil {
+	if err := o.checkConflicts(ctx, c); err != nil {
 		return cli.Explain(cfg.Host, err)
 	}
 	if o.ExternalAPIServerAddress == "" {
@@ -238,7 +240,12 @@ func (o *CreateOptions) dryRun(ctx context.Context, c client.Client, namespace *
 		return fmt.Errorf("failed to create namespace %s: %w", namespace.Name, err)
 	}
 	err := c.Create(ctx, hc.DeepCopy(), client.DryRunAll)
+	if err == nil {
+		err = o.dryRunNodePort(ctx, c)
+	}
+	var refused *nodePortError
 	switch {
+	case errors.As(err, &refused):
 	case err == nil:
 		if created {
 			_, _ = fmt.Fprintf(out, "Namespace %s created\n", namespace.Name)
@@ -259,11 +266,52 @@ func (o *CreateOptions) dryRun(ctx context.Context, c client.Client, namespace *
 	return err
 }
 
-// checkControlPlaneNamespace refuses, before anything is created, a cluster
-// whose control-plane namespace belongs to another HostedCluster or exists
-// without belonging to one: the hypershift-operator would refuse it with
-// the same message. What the user may not read is left to the operator.
-func (o *CreateOptions) checkControlPlaneNamespace(ctx context.Context, c client.Client) error {
+// dryRunNodePort has the API server judge the kube-apiserver's node port,
+// when one is asked for, with a server-side dry run of a NodePort Service
+// in the HostedCluster's namespace: one that another Service holds is
+// refused. (A dry run does not check the port against the management
+// cluster's range; the control-plane-operator reports that refusal, and
+// --wait ends at once on it.)
+func (o *CreateOptions) dryRunNodePort(ctx context.Context, c client.Client) error {
+	if o.ExternalAPIServerPort == 0 {
+		return nil
+	}
+	probe := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, GenerateName: "node-port-check-"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{
+			Name: "https", Port: 6443, NodePort: o.ExternalAPIServerPort, Protocol: corev1.ProtocolTCP,
+		}}},
+	}
+	err := c.Create(ctx, probe, client.DryRunAll)
+	var status apierrors.APIStatus
+	switch {
+	case err == nil, apierrors.IsForbidden(err):
+		// What the user may not create is left to the operator.
+		return nil
+	case apierrors.IsInvalid(err) && errors.As(err, &status):
+		var causes []string
+		if details := status.Status().Details; details != nil {
+			for _, cause := range details.Causes {
+				causes = append(causes, cause.Message)
+			}
+		}
+		return &nodePortError{message: fmt.Sprintf("--external-api-server-port %d cannot be used: the management cluster's API server refused a Service on it (%s); choose another port, or leave it unset",
+			o.ExternalAPIServerPort, strings.Join(causes, "; "))}
+	}
+	return fmt.Errorf("failed to check node port %d with a server-side dry run: %w", o.ExternalAPIServerPort, err)
+}
+
+// nodePortError is a node port the API server refused.
+type nodePortError struct{ message string }
+
+func (e *nodePortError) Error() string { return e.message }
+
+// checkConflicts refuses, before anything is created, a cluster whose
+// control-plane namespace belongs to another HostedCluster or exists
+// without belonging to one, or that asks for the node port of another
+// HostedCluster: the hypershift-operator would refuse it with the same
+// message. What the user may not read is left to the operator.
+func (o *CreateOptions) checkConflicts(ctx context.Context, c client.Client) error {
 	cluster := o.Namespace + "/" + o.Name
 	name := hyperv1.ControlPlaneNamespace(o.Namespace, o.Name)
 	ns := &corev1.Namespace{}
@@ -280,8 +328,14 @@ func (o *CreateOptions) checkControlPlaneNamespace(ctx context.Context, c client
 	case err == nil:
 		for _, hc := range list.Items {
 			other := hc.Namespace + "/" + hc.Name
-			if other != cluster && hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name) == name {
+			if other == cluster {
+				continue
+			}
+			if hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name) == name {
 				return errors.New(hyperv1.ControlPlaneNamespaceConflictMessage(cluster, name, other))
+			}
+			if port := o.ExternalAPIServerPort; port != 0 && hyperv1.APIServerNodePort(hc.Spec.Services) == port {
+				return errors.New(hyperv1.NodePortConflictMessage(port, other) + " (--external-api-server-port)")
 			}
 		}
 	case !apierrors.IsForbidden(err):

@@ -31,6 +31,9 @@ func TestCreateRefusesBadInputLocally(t *testing.T) {
 		{name: "when the control-plane namespace would be too long", args: []string{"--name=" + long, "--pull-secret=" + good},
 			want: "would be 64 characters long, more than the 63 a namespace name may have; use a name of at most 54 characters in namespace clusters"},
 		{name: "when --render and --wait are both set", args: []string{"--name=a", "--pull-secret=" + good, "--render", "--wait"}, want: "--render prints the objects and creates nothing"},
+		{name: "when --render has no address to publish the kube-apiserver at", args: []string{"--name=a", "--pull-secret=" + good, "--render"},
+			want: "--render needs --external-api-server-address: it reads no node of the management cluster, and a HostedCluster must publish its kube-apiserver"},
+		{name: "when the node port is no port", args: []string{"--name=a", "--pull-secret=" + good, "--external-api-server-port=70000"}, want: "invalid --external-api-server-port 70000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +50,7 @@ func TestCreateRefusesBadInputLocally(t *testing.T) {
 // unless --render-sensitive; a dotted name gets an infraID that is a DNS
 // label.
 func TestCreateRenderLeavesThePullSecretOut(t *testing.T) {
-	args := []string{"cluster", "none", "--name=demo.v2", "--release-image=quay.io/x/y:1", "--pull-secret=" + pullSecretFile(t, `{"auths":{"r":{"auth":"c2VjcmV0"}}}`), "--render"}
+	args := []string{"cluster", "none", "--name=demo.v2", "--release-image=quay.io/x/y:1", "--pull-secret=" + pullSecretFile(t, `{"auths":{"r":{"auth":"c2VjcmV0"}}}`), "--render", "--external-api-server-address=api.example.com"}
 	out, err := execute(t.Context(), NewCreateCommand, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +82,7 @@ func TestCreateLeavesNothingWhenRefused(t *testing.T) {
 	for _, ns := range []string{"clusters-refused", existing} {
 		t.Run(ns, func(t *testing.T) {
 			_, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=bad", "--namespace="+ns,
-				"--release-image=quay.io/x/y:1", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`), "--infra-id=Bad_ID")
+				"--release-image=quay.io/x/y:1", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`), "--infra-id=Bad_ID", "--external-api-server-address=127.0.0.1")
 			if err == nil || !strings.Contains(err.Error(), "the API server refused HostedCluster "+ns+"/bad") || !strings.Contains(err.Error(), "must consist of lowercase letters") {
 				t.Fatalf("got %v", err)
 			}

@@ -91,6 +91,8 @@ var terminalReasons = map[string]bool{
 	hyperv1.ReleaseImageNotFoundReason:          true,
 	hyperv1.ReleaseImageMalformedReason:         true,
 	hyperv1.ControlPlaneNamespaceConflictReason: true,
+	hyperv1.RefusedByAPIServerReason:            true,
+	hyperv1.NodePortConflictReason:              true,
 }
 
 // terminal returns an error naming the condition that stops hc for good,
@@ -171,8 +173,9 @@ func tryKubeconfig(ctx context.Context, c client.Client, hc *hyperv1.HostedClust
 
 // nodeAddress is the address of the first node, as HyperShift's platform
 // None takes it: ExternalDNS, else ExternalIP, else InternalIP. With no
-// node to read (none, or none the user may list), the kube-apiserver is
-// not published, and reached on its Service's ClusterIP.
+// node to read (none, or none the user may list) it is an error: a
+// kube-apiserver reached on its Service's ClusterIP only would be reachable
+// from no client outside the management cluster.
 func nodeAddress(ctx context.Context, c client.Client, out io.Writer) (string, error) {
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes, client.Limit(1)); err != nil && !apierrors.IsForbidden(err) {
@@ -190,6 +193,5 @@ func nodeAddress(ctx context.Context, c client.Client, out io.Writer) (string, e
 			}
 		}
 	}
-	_, _ = fmt.Fprintln(out, "No node address to publish the kube-apiserver at (pass --external-api-server-address): it is reached on its Service's ClusterIP")
-	return "", nil
+	return "", errors.New("found no node address to publish the kube-apiserver's NodePort at: pass --external-api-server-address with an address of the management cluster's nodes that clients reach")
 }

@@ -60,6 +60,7 @@ func hostedCluster(namespace, name string) *hyperv1.HostedCluster {
 			Release:    hyperv1.Release{Image: "quay.io/ocp/release:4.17.0"},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 }

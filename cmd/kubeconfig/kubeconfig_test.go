@@ -28,6 +28,7 @@ func hostedCluster(t *testing.T, ns, name, server string) {
 			Release:    hyperv1.Release{Image: "quay.io/x/y:1"},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	if err := env.Client.Create(t.Context(), hc); err != nil {

@@ -82,6 +82,7 @@ func newControlPlane(t *testing.T, withoutLeases bool) *controlPlane {
 			ReleaseImage: image,
 			Platform:     hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret:   hyperv1.LocalObjectReference{Name: secret.Name},
+			Services:     hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	for _, obj := range []client.Object{role, secret, cp.hcp} {

@@ -229,6 +229,7 @@ func newHostedCluster(t *testing.T, registry *releasetest.Registry, image string
 			Release:    hyperv1.Release{Image: image},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	for _, obj := range []client.Object{secret, hc} {

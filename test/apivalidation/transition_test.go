@@ -31,6 +31,9 @@ func TestImmutabilityRulesBehindEnums(t *testing.T) {
 				"platform":   map[string]any{"type": platform},
 				"pullSecret": map[string]any{"name": "pull-secret"},
 				"etcd":       map[string]any{"managementType": etcd},
+				"services": []any{map[string]any{"service": "APIServer", "servicePublishingStrategy": map[string]any{
+					"type": "NodePort", "nodePort": map[string]any{"address": "127.0.0.1"},
+				}}},
 			},
 		}
 	}

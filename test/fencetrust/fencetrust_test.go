@@ -93,6 +93,7 @@ func createCluster(t *testing.T, namespace, name string) *cluster {
 			Release:    hyperv1.Release{Image: image},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}}
 	if err := env.Client.Create(t.Context(), c.hc); err != nil {

@@ -33,6 +33,7 @@ func (e *Env) installAdmissionPolicies(ctx context.Context) error {
 			Release:    hyperv1.Release{Image: "example.com/release:probe"},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	var lastErr error

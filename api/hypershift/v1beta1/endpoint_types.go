@@ -138,3 +138,24 @@ func APIServerPublishing(services []ServicePublishingStrategyMapping) *ServicePu
 	}
 	return nil
 }
+
+// NodePortServices returns services that publish the APIServer on a
+// NodePort at address; port 0 lets the management cluster allocate one.
+func NodePortServices(address string, port int32) []ServicePublishingStrategyMapping {
+	return []ServicePublishingStrategyMapping{{
+		Service: APIServer,
+		ServicePublishingStrategy: ServicePublishingStrategy{
+			Type:     NodePort,
+			NodePort: &NodePortPublishingStrategy{Address: address, Port: port},
+		},
+	}}
+}
+
+// APIServerNodePort returns the node port the APIServer entry of services
+// asks for; 0 when it asks for none (allocated, or not a NodePort).
+func APIServerNodePort(services []ServicePublishingStrategyMapping) int32 {
+	if p := APIServerPublishing(services); p != nil && p.Type == NodePort && p.NodePort != nil {
+		return p.NodePort.Port
+	}
+	return 0
+}

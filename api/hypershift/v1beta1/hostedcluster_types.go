@@ -9,6 +9,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.infraID) || (has(self.infraID) && self.infraID == oldSelf.infraID)",message="infraID is immutable once set",fieldPath=.infraID
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || (has(self.clusterID) && self.clusterID == oldSelf.clusterID)",message="clusterID is immutable once set",fieldPath=.clusterID
+// +kubebuilder:validation:XValidation:rule="has(self.services) && self.services.exists(s, s.service == 'APIServer')",message="must publish the APIServer service, e.g. [{service: APIServer, servicePublishingStrategy: {type: NodePort, nodePort: {address: <an address of the management cluster's nodes>}}}] or type LoadBalancer; hypershift create cluster fills it in",fieldPath=.services
 type HostedClusterSpec struct {
 	// release is the OpenShift release the hosted control plane runs.
 	// Changing it upgrades the control plane.
@@ -37,8 +38,12 @@ type HostedClusterSpec struct {
 	Networking ClusterNetworking `json:"networking,omitempty"`
 
 	// services says how the control plane's services are published to the
-	// hosted cluster's users, one entry per service. Without an APIServer
-	// entry, the kube-apiserver is reached on its Service's ClusterIP only.
+	// hosted cluster's users, one entry per service. It must publish the
+	// APIServer: a kube-apiserver reached on its Service's ClusterIP only
+	// would be reachable from no client outside the management cluster.
+	// There is no default, because the right address (one of the
+	// management cluster's nodes that clients reach) is not known at
+	// admission; hypershift create cluster fills it in.
 	//
 	// +optional
 	// +listType=map

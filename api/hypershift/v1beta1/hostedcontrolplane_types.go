@@ -7,6 +7,8 @@ import (
 // HostedControlPlaneSpec is what the control-plane-operator needs to run one
 // hosted control plane. The hypershift-operator derives it from the
 // HostedCluster; users do not edit it.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.services) && self.services.exists(s, s.service == 'APIServer')",message="must publish the APIServer service, as the HostedCluster's spec.services does",fieldPath=.services
 type HostedControlPlaneSpec struct {
 	// releaseImage is the pull spec of the release payload, resolved by the
 	// hypershift-operator.

@@ -1,6 +1,9 @@
 package v1beta1
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Names shared by the operators, the CLI and anything that watches them. They
 // are contracts: changing one strands objects that already exist.
@@ -158,6 +161,29 @@ const (
 	// when the HostedCluster's pull secret cannot be read.
 	PullSecretUnavailableReason = "PullSecretUnavailable"
 )
+
+// Reasons of ValidConfiguration=False (and of Available, on the
+// HostedControlPlane and the HostedCluster) for a spec the management
+// cluster cannot act on. Only a change of the spec, or of what else the
+// management cluster holds, can help: `hypershift create cluster --wait`
+// and `update cluster --wait` stop at once on them.
+const (
+	// RefusedByAPIServerReason: the management cluster's API server refused
+	// an object rendered from the spec (invalid, or forbidden by a policy);
+	// the message quotes it.
+	RefusedByAPIServerReason = "RefusedByAPIServer"
+	// NodePortConflictReason: another HostedCluster, created earlier, asks
+	// for the same APIServer node port; the message names it.
+	NodePortConflictReason = "NodePortConflict"
+)
+
+// NodePortConflictMessage says that port, the APIServer node port a
+// HostedCluster asks for, is held by HostedCluster holder
+// (<namespace>/<name>). The operator's condition and the CLI use the same
+// words.
+func NodePortConflictMessage(port int32, holder string) string {
+	return fmt.Sprintf("Node port %d of the APIServer is already asked for by HostedCluster %s: choose another port, or leave it unset for the management cluster to allocate one", port, holder)
+}
 
 // ControlPlaneNamespaceConflictReason is the reason of ValidConfiguration=False
 // when a HostedCluster's control-plane namespace belongs to someone else.

@@ -11,9 +11,10 @@ import (
 
 // Endpoint is where clients reach the kube-apiserver, from
 // spec.services and the live Service: the NodePort's address and port; the
-// load balancer's host name, or the address it reports, on Port; or, when
-// the API server is not published, the Service's ClusterIP on Port. It
-// returns nil and the reason while the endpoint is not known yet.
+// load balancer's host name, or the address it reports, on Port. It
+// returns nil and the reason while the endpoint is not known yet, or when
+// spec.services does not publish the APIServer: a ClusterIP is no endpoint,
+// since no client outside the management cluster reaches it.
 func Endpoint(hcp *hyperv1.HostedControlPlane, live *corev1.Service) (*hyperv1.APIEndpoint, string) {
 	if live == nil {
 		return nil, "The kube-apiserver Service does not exist yet"
@@ -21,10 +22,7 @@ func Endpoint(hcp *hyperv1.HostedControlPlane, live *corev1.Service) (*hyperv1.A
 	publishing := hyperv1.APIServerPublishing(hcp.Spec.Services)
 	switch {
 	case publishing == nil:
-		if live.Spec.ClusterIP == "" {
-			return nil, "The kube-apiserver Service has no ClusterIP yet"
-		}
-		return &hyperv1.APIEndpoint{Host: live.Spec.ClusterIP, Port: Port}, ""
+		return nil, "The kube-apiserver is not published: spec.services has no APIServer entry"
 	case publishing.Type == hyperv1.NodePort && publishing.NodePort != nil:
 		for _, p := range live.Spec.Ports {
 			if p.NodePort != 0 && (publishing.NodePort.Port == 0 || p.NodePort == publishing.NodePort.Port) {

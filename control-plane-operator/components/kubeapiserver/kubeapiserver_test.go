@@ -104,7 +104,7 @@ func TestEndpoint(t *testing.T) {
 		live     *corev1.Service
 		want     *hyperv1.APIEndpoint
 	}{
-		{name: "when not published, it is the ClusterIP", live: live(0), want: &hyperv1.APIEndpoint{Host: "10.96.0.20", Port: Port}},
+		{name: "when not published, it is unknown: a ClusterIP is no endpoint", live: live(0)},
 		{name: "when on a NodePort, it is the address and the node port", services: nodePort("127.0.0.1", 30443), live: live(30443), want: &hyperv1.APIEndpoint{Host: "127.0.0.1", Port: 30443}},
 		{name: "when on an allocated NodePort, it is the port the Service got", services: nodePort("api.example.com", 0), live: live(31999), want: &hyperv1.APIEndpoint{Host: "api.example.com", Port: 31999}},
 		{name: "when the node port is not allocated yet, it is unknown", services: nodePort("127.0.0.1", 0), live: live(0)},

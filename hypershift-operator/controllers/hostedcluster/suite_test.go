@@ -103,6 +103,7 @@ func newClusterIn(t *testing.T, ns, name, version string, mutate func(*hyperv1.H
 			Release:    hyperv1.Release{Image: image},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: secret.Name},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	if mutate != nil {

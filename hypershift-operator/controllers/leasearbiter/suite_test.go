@@ -128,6 +128,7 @@ func newControlPlane(t *testing.T, f fence) *controlPlane {
 			Release:    hyperv1.Release{Image: "example.com/release:4.17.0"},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	if err := env.Client.Create(ctx, hc); err != nil {

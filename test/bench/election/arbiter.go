@@ -88,6 +88,7 @@ func (g *group) claimNamespace(ctx context.Context, env *testenv.Env) error {
 			Release:    hyperv1.Release{Image: "example.com/release:4.17.0"},
 			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("127.0.0.1", 0),
 		},
 	}
 	if hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name) != g.ns {

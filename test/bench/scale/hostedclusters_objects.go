@@ -110,6 +110,8 @@ func (r *hcRun) plan(count, namespaces int, releaseImage string, pullSecret []by
 			Namespace:          fmt.Sprintf("clusters-%02d", i%namespaces),
 			ReleaseImage:       releaseImage,
 			AvailabilityPolicy: string(hyperv1.SingleReplica),
+			// As create cluster finds a node's address.
+			ExternalAPIServerAddress: "127.0.0.1",
 		}
 		for _, obj := range opts.Objects(pullSecret) {
 			switch obj := obj.(type) {
