@@ -86,6 +86,9 @@ type Reconciler struct {
 	// Ready asks the kube-apiserver at url whether it is ready, trusting
 	// caPEM; nil means kubeapiserver.Ready.
 	Ready func(ctx context.Context, url string, caPEM []byte) error
+
+	// refusals spaces the passes while the API server refuses objects.
+	refusals refusalRetries
 }
 
 // scope is what one pass over one HostedControlPlane found and decided.
@@ -122,6 +125,9 @@ type scope struct {
 	// rolledOut holds the components that run what this pass rendered
 	// and are available.
 	rolledOut map[string]bool
+	// refusal is the first object the API server refused in this pass, in
+	// one sentence (see refused).
+	refusal string
 	// readyzErr is the kube-apiserver's answer, once asked.
 	readyzErr   error
 	readyzAsked bool
@@ -169,6 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	s := &scope{hcp: hcp, original: hcp.DeepCopy(), components: r.components()}
 	defer func() {
 		r.computeStatus(s)
+		r.reportRefusal(ctx, s)
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
 		}
@@ -177,10 +184,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil && isFenced(err) {
 		r.reportFenced(ctx, hcp.Namespace, err)
 	}
+	if s.refusal == "" {
+		r.refusals.forget()
+	} else if err == nil {
+		// Not an error: status says it, and only a change can help.
+		result = ctrl.Result{RequeueAfter: r.refusals.next(r.now())}
+	}
 	return result, err
 }
 
-// reconcileNormal runs the phases in order; each may stop the pass.
+// reconcileNormal runs the phases in order; each may stop the pass, and a
+// phase whose objects were refused stops it once the phase has applied what
+// it could.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []func(context.Context, *scope) (ctrl.Result, error){
 		r.reconcileRelease,
@@ -191,7 +206,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	for _, phase := range phases {
 		result, err := phase(ctx, s)
-		if err != nil || !result.IsZero() {
+		if err != nil || !result.IsZero() || s.refusal != "" {
 			return result, err
 		}
 	}

@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/apply"
 )
 
 // reconcileComponents renders every component's workload, then applies
@@ -83,10 +85,17 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 		}
 		return nil
 	}
-	apply := r.applier()
+	applier := r.applier()
 	changed := false
 	for _, obj := range append([]client.Object{w.Object}, w.Extras...) {
-		sent, err := apply.Apply(ctx, obj)
+		sent, err := applier.Apply(ctx, obj)
+		if s.refused(err) {
+			// What runs keeps running; what does not says why.
+			if !availability.Available {
+				s.availability[c.Name()] = component.Availability{Reason: hyperv1.RefusedByAPIServerReason, Message: apply.Refusal(err)}
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,9 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Resu
 	waiting := false
 	for _, c := range s.components {
 		for _, svc := range c.Services(s.hcp) {
-			if _, err := apply.Apply(ctx, svc); err != nil {
+			if _, err := apply.Apply(ctx, svc); s.refused(err) {
+				continue
+			} else if err != nil {
 				return ctrl.Result{}, err
 			}
 			got := &corev1.Service{}
@@ -57,6 +59,9 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Resu
 			s.clusterIPs[svc.Name] = got.Spec.ClusterIP
 			live[svc.Name] = got
 		}
+	}
+	if s.refusal != "" {
+		return ctrl.Result{}, nil
 	}
 	if waiting {
 		return ctrl.Result{RequeueAfter: addressPoll}, nil

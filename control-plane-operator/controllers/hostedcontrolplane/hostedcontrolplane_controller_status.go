@@ -38,6 +38,8 @@ func (r *Reconciler) computeStatus(s *scope) {
 		set(hyperv1.ValidReleaseImage, true, "AsExpected", "Release image "+hcp.Spec.ReleaseImage+" is valid: version "+s.release.Version)
 	}
 	switch {
+	case s.refusal != "":
+		set(hyperv1.ValidConfiguration, false, hyperv1.RefusedByAPIServerReason, s.refusal)
 	case s.configErr != nil:
 		set(hyperv1.ValidConfiguration, false, "InvalidConfiguration", s.configErr.Error())
 	case s.rendered:
@@ -61,6 +63,7 @@ func (r *Reconciler) computeStatus(s *scope) {
 	if s.availability != nil {
 		r.computeAvailability(s, set)
 	}
+	s.setRefusal(set)
 	r.Fenced.setCondition(hcp)
 }
 

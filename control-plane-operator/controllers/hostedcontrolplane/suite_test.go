@@ -59,9 +59,17 @@ type controlPlane struct {
 
 type options struct {
 	withoutImage string
+	// services replace the HostedControlPlane's spec.services.
+	services []hyperv1.ServicePublishingStrategyMapping
 }
 
 func start(t *testing.T, opts options) *controlPlane {
+	t.Helper()
+	return startIn(t, env.Namespace(t), opts)
+}
+
+// startIn is start in namespace ns, which must exist.
+func startIn(t *testing.T, ns string, opts options) *controlPlane {
 	t.Helper()
 	registry := releasetest.NewRegistry(t)
 	images := map[string]string{
@@ -70,7 +78,6 @@ func start(t *testing.T, opts options) *controlPlane {
 	}
 	delete(images, opts.withoutImage)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", images)
-	ns := env.Namespace(t)
 	cp := &controlPlane{namespace: ns, clock: clocktesting.NewFakePassiveClock(time.Now()), user: "cpo-" + ns, registry: registry}
 	cp.hcp = &hyperv1.HostedControlPlane{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo", Annotations: map[string]string{hyperv1.ClusterAnnotation: "clusters/demo"}},
@@ -82,6 +89,9 @@ func start(t *testing.T, opts options) *controlPlane {
 				Type: hyperv1.NodePort, NodePort: &hyperv1.NodePortPublishingStrategy{Address: "127.0.0.1"},
 			}}},
 		},
+	}
+	if opts.services != nil {
+		cp.hcp.Spec.Services = opts.services
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.PullSecretName},
