@@ -106,6 +106,12 @@ type scope struct {
 	// HostedCluster's, and not being deleted: only then does status show
 	// what is in it.
 	claimed bool
+	// applied is set once this pass applied every object of the control
+	// plane: ValidConfiguration then follows the HostedControlPlane.
+	applied bool
+	// specSent is set when this pass changed the HostedControlPlane: what
+	// the cache shows of it, its conditions among it, is older than that.
+	specSent bool
 	// fenced is set when this pass applied the namespace's fencing binding
 	// and found every cluster-wide fencing object: the fence is then
 	// observed.
@@ -186,6 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []func(context.Context, *scope) (ctrl.Result, error){
 		r.reconcileRelease,
+		r.reconcileNodePort,
 		r.reconcileNamespace,
 		r.reconcileControlPlane,
 		r.reconcileKubeconfig,

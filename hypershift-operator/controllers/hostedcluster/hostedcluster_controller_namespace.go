@@ -41,7 +41,8 @@ func (e *refusal) Error() string { return e.message }
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns, created, err := r.claimNamespace(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		// A policy may forbid the namespace.
+		return ctrl.Result{}, r.refusedOr(ctx, s, err)
 	}
 	if owner := ns.Annotations[hyperv1.ClusterAnnotation]; owner != s.key() {
 		return ctrl.Result{}, &refusal{

@@ -20,6 +20,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
@@ -203,7 +204,11 @@ func (r *Reconciler) controlPlaneOperatorImage(s *scope) string {
 
 // reconcileControlPlane applies, in order, every object of the control
 // plane. Inputs that cannot render (no CPO image) set
-// ValidConfiguration=False and are not retried until something changes.
+// ValidConfiguration=False and are not retried until something changes; an
+// object the API server refuses (apply.Refused) sets it False with the API
+// server's words, and is retried with waitBackoff's delays. Once every
+// object is applied, reconcileStatus sets ValidConfiguration from what the
+// control-plane-operator reports (setValidConfiguration).
 func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := render.Inputs{
 		HostedCluster:               s.hc,
@@ -216,11 +221,10 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		// the operator's flags can fix it: no retry.
 		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, "InvalidConfiguration", upperFirst(err.Error()), &waiting{err: err, untilChanged: true})
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
 
 	// The manager's client reads Secrets past its cache (ClientOptions)
 	// and every other kind from it.
-	apply := r.applier()
+	applier := r.applier()
 	for _, obj := range []client.Object{
 		render.Namespace(in),
 		render.PullSecret(in, s.pullSecret),
@@ -230,18 +234,35 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		render.ControlPlaneOperatorRoleBinding(in),
 		render.ControlPlaneOperatorAuthDelegator(in),
 	} {
-		if _, err := apply.Apply(ctx, obj); err != nil {
-			return ctrl.Result{}, err
+		sent, err := applier.Apply(ctx, obj)
+		if err != nil {
+			return ctrl.Result{}, r.refusedOr(ctx, s, err)
+		}
+		if _, ok := obj.(*hyperv1.HostedControlPlane); ok {
+			s.specSent = sent
 		}
 	}
 	// Fence before the CPO can run: after its RBAC, before its Deployment.
 	if err := r.reconcileFencing(ctx, s, in); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := apply.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {
-		return ctrl.Result{}, err
+	if _, err := applier.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {
+		return ctrl.Result{}, r.refusedOr(ctx, s, err)
 	}
+	s.applied = true
 	return ctrl.Result{}, r.applyPausedUntil(ctx, s)
+}
+
+// refusedOr returns err, blocking the pass with ValidConfiguration=False
+// (RefusedByAPIServer, in the API server's words) when it is a refusal of
+// an object rendered from the spec: the HostedCluster then waits on its
+// user, with one event per change and no error log.
+func (r *Reconciler) refusedOr(ctx context.Context, s *scope, err error) error {
+	if !apply.Refused(err) {
+		return err
+	}
+	message := apply.Refusal(err)
+	return r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.RefusedByAPIServerReason, message, &waiting{err: err})
 }
 
 // applyPausedUntil makes the HostedControlPlane's spec.pausedUntil match

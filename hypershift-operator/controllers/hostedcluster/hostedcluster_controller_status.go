@@ -49,6 +49,9 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 		lease = nil
 	}
 
+	if s.applied {
+		r.setValidConfiguration(ctx, s, hcp)
+	}
 	r.setVersion(s, hcp, deployment, applyErr)
 	// Available is set once per pass: setting it twice (from the
 	// HostedControlPlane, then Unknown for a silent Lease) would move its
@@ -199,6 +202,30 @@ func rolledOut(d *appsv1.Deployment, release string) bool {
 	}
 	return rendered && d.Status.ObservedGeneration >= d.Generation &&
 		d.Status.UpdatedReplicas == replicas && d.Status.Replicas == replicas
+}
+
+// setValidConfiguration, once every object of the control plane is
+// applied, mirrors what the control-plane-operator found wrong with the
+// spec it was given (an object of its own the API server refused, a
+// component that cannot render), with one event per change; True
+// otherwise. While the CPO has not looked at the spec this pass sent, or a
+// report of its is about an earlier spec, the condition stays as it was.
+func (r *Reconciler) setValidConfiguration(ctx context.Context, s *scope, hcp *hyperv1.HostedControlPlane) {
+	if s.specSent {
+		return
+	}
+	var reported *metav1.Condition
+	if hcp != nil {
+		reported = meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.ValidConfiguration)
+	}
+	switch {
+	case reported != nil && reported.Status == metav1.ConditionFalse && reported.ObservedGeneration != hcp.Generation:
+	case reported != nil && reported.Status == metav1.ConditionFalse:
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, reported.Reason, reported.Message)
+		r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
+	default:
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
+	}
 }
 
 // setAvailable mirrors the HostedControlPlane's availability.

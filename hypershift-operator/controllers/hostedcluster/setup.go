@@ -80,7 +80,7 @@ const controlPlaneNamespaceIndex = "controlPlaneNamespace"
 
 // SetupCaches registers what the controller reads and that outlives its
 // terms, once per process, before the manager starts: the indexes of
-// HostedClusters by control-plane namespace and by pull secret, the cache
+// HostedClusters by control-plane namespace, by pull secret and by node port, the cache
 // of the Secrets in which the control-plane-operators publish their admin
 // kubeconfigs, and the cache of Secrets' metadata that tells of pull
 // secrets; both caches run on every replica, as the manager's cache does.
@@ -92,6 +92,9 @@ func (r *Reconciler) SetupCaches(ctx context.Context, mgr ctrl.Manager) error {
 		return fmt.Errorf("failed to index HostedClusters by control-plane namespace: %w", err)
 	}
 	if err := indexPullSecrets(ctx, mgr); err != nil {
+		return err
+	}
+	if err := indexNodePorts(ctx, mgr); err != nil {
 		return err
 	}
 	if r.pullSecrets, err = pullSecretSources(mgr); err != nil {
@@ -113,6 +116,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
 		For(&hyperv1.HostedCluster{}).
+		// The HostedCluster refused a node port another holds learns when
+		// that one lets it go.
+		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.clustersOnNodePort)).
 		Watches(&hyperv1.HostedControlPlane{}, byAnnotation).
 		// Every HostedCluster that maps to a namespace hears of it: the one
 		// refused because another owns it learns when it is gone.
