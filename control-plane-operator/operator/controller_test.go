@@ -127,14 +127,14 @@ func TestStatusAndTeardown(t *testing.T) {
 		if !hcp.Status.Ready || hcp.Status.Version != "4.17.0" || hcp.Status.ReleaseImage != cp.releaseImage {
 			return fmt.Errorf("ready=%v version=%q releaseImage=%q", hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage)
 		}
-		want := &hyperv1.APIEndpoint{Host: apiService.Spec.ClusterIP, Port: kubeapiserver.Port}
+		want := &hyperv1.APIEndpoint{Host: "127.0.0.1", Port: apiService.Spec.Ports[0].NodePort}
 		if diff := cmp.Diff(want, hcp.Status.ControlPlaneEndpoint); diff != "" {
 			return fmt.Errorf("controlPlaneEndpoint (-want +got):\n%s", diff)
 		}
 		if hcp.Status.KubeConfig == nil || hcp.Status.KubeConfig.Name != pki.AdminKubeconfigSecret {
 			return fmt.Errorf("kubeConfig = %+v", hcp.Status.KubeConfig)
 		}
-		// Nothing answers at a ClusterIP in the test control plane.
+		// Nothing serves the NodePort in the test control plane.
 		if c := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.Available); c == nil || c.Status != "False" || c.Reason != "KubeAPIServerNotReady" {
 			return fmt.Errorf("Available: %+v", c)
 		}

@@ -51,10 +51,12 @@ func (s *scope) setRefusal(set func(string, bool, string, string)) {
 }
 
 // reportRefusal logs at info level and records a Warning event when the
-// pass's refusal differs from what status showed when it began: once per
-// change, not once per retry.
+// pass's refusal is not the one reported last: once per change, not once
+// per retry, even when a pass starts from a cached copy older than the last
+// status write. Status that already shows it (a restarted process) is not
+// reported again either.
 func (r *Reconciler) reportRefusal(ctx context.Context, s *scope) {
-	if s.refusal == "" {
+	if s.refusal == "" || !r.refusals.report(s.refusal) {
 		return
 	}
 	if before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.ValidConfiguration); before != nil &&
@@ -75,10 +77,22 @@ const (
 // refusalRetries spaces the passes while objects are refused: the next pass
 // comes as long after this one as the refusal has lasted, at least
 // minRefusalRetry and at most maxRefusalRetry (2s, 4s, 8s, ... 1m); a pass
-// without a refusal starts it over.
+// without a refusal starts it over. It also remembers the refusal last
+// reported.
 type refusalRetries struct {
-	mu    sync.Mutex
-	since time.Time
+	mu       sync.Mutex
+	since    time.Time
+	reported string
+}
+
+// report returns whether refusal differs from the one reported last, and
+// remembers it.
+func (b *refusalRetries) report(refusal string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changed := b.reported != refusal
+	b.reported = refusal
+	return changed
 }
 
 // next returns the delay before the next pass of a pass with a refusal.
@@ -95,5 +109,5 @@ func (b *refusalRetries) next(now time.Time) time.Duration {
 func (b *refusalRetries) forget() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.since = time.Time{}
+	b.since, b.reported = time.Time{}, ""
 }
