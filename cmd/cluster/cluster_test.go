@@ -288,14 +288,7 @@ func TestCreateRefusesAControlPlaneNamespaceOfAnother(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("got %v, want an error containing %q", err, want)
 			}
-			for _, obj := range []client.Object{
-				&hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: base, Name: tt.cluster}},
-				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: base, Name: tt.cluster + "-pull-secret"}},
-			} {
-				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-					t.Errorf("%T %s was created (%v)", obj, obj.GetName(), err)
-				}
-			}
+			assertNotCreated(t, base, tt.cluster)
 		})
 	}
 }

@@ -86,14 +86,7 @@ func TestCreateLeavesNothingWhenRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "the API server refused HostedCluster "+ns+"/bad") || !strings.Contains(err.Error(), "must consist of lowercase letters") {
 				t.Fatalf("got %v", err)
 			}
-			for _, obj := range []client.Object{
-				&hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}},
-				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-pull-secret"}},
-			} {
-				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-					t.Errorf("%T %s was created (%v)", obj, obj.GetName(), err)
-				}
-			}
+			assertNotCreated(t, ns, "bad")
 			namespace := &corev1.Namespace{}
 			err = env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace)
 			if ns == existing {

@@ -62,14 +62,7 @@ func TestCreateRefusesANodePortInUse(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.want)
 			}
-			for _, obj := range []client.Object{
-				&hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}},
-				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-pull-secret"}},
-			} {
-				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-					t.Errorf("%T %s was created (%v)", obj, obj.GetName(), err)
-				}
-			}
+			assertNotCreated(t, ns, "demo")
 			namespace := &corev1.Namespace{}
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err == nil && namespace.DeletionTimestamp.IsZero() {
 				t.Errorf("namespace %s, created for the refused cluster, was left behind", ns)
@@ -121,5 +114,19 @@ func TestCreateNeedsAnAddressToPublishAt(t *testing.T) {
 	want := "found no node address to publish the kube-apiserver's NodePort at: pass --external-api-server-address"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want an error containing %q", err, want)
+	}
+}
+
+// assertNotCreated fails t when the HostedCluster ns/name or its pull
+// secret exists: a refused create must leave nothing.
+func assertNotCreated(t *testing.T, ns, name string) {
+	t.Helper()
+	for _, obj := range []client.Object{
+		&hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-pull-secret"}},
+	} {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s was created (%v)", obj, obj.GetName(), err)
+		}
 	}
 }
