@@ -36,7 +36,7 @@ func TestCreateRefusesANodePortInUse(t *testing.T) {
 	}
 	service := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "holder"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(443), NodePort: 30632}}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(443), NodePort: 30632}}},
 	}
 	for _, obj := range []client.Object{holder, service} {
 		if err := env.Client.Create(t.Context(), obj); err != nil {

@@ -84,7 +84,9 @@ func TestWhatTheAPIServerRefusesReachesTheHostedCluster(t *testing.T) {
 		awaitEvent(t, c.hc, corev1.EventTypeWarning, hyperv1.RefusedByAPIServerReason, want)
 		// Once per change: passes that find the same report add none.
 		for range 3 {
-			c.update(t, func(hc *hyperv1.HostedCluster) { hc.Labels = map[string]string{"poked": fmt.Sprint(time.Now().UnixNano())} })
+			c.update(t, func(hc *hyperv1.HostedCluster) {
+				hc.Labels = map[string]string{"poked": fmt.Sprint(time.Now().UnixNano())}
+			})
 			time.Sleep(500 * time.Millisecond)
 		}
 		if n := countEvents(t, c.hc, hyperv1.RefusedByAPIServerReason); n != 1 {
