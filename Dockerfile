@@ -14,7 +14,9 @@ RUN go build \
       -o /out/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
 
 # distroless/static: no shell, no package manager, CA certificates and tzdata;
-# the nonroot tag runs as UID/GID 65532.
+# the nonroot tag runs as UID/GID 65532. `make image` builds the same image
+# without an engine (hack/images): its test fails when the programs, the user
+# or the entrypoint below differ from hack/images.Product.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=builder /out/hypershift /out/hypershift-operator /out/control-plane-operator /usr/bin/
 USER 65532:65532

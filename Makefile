@@ -50,11 +50,18 @@ clean: ## Remove bin/ and the test cache.
 
 ##@ Build
 
+# Every binary is static (CGO_ENABLED=0), as the Dockerfile builds them: the
+# images hold no C library (hack/images).
 .PHONY: build
 build: ## Build hypershift, hypershift-operator and control-plane-operator into bin/.
-	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
 
 IMG ?= quay.io/hypershift-le/hypershift:$(VERSION)
+
+.PHONY: image
+image: build testbin ## Build the images without a container engine into bin/images (an OCI layout): hypershift (the Dockerfile's image), etcd, hyperkube and pause.
+	CGO_ENABLED=0 go build -o $(BIN)/ ./hack/images/pause
+	go run ./hack/images/cmd/build-images --bin $(BIN) --out $(BIN)/images --tag $(VERSION) --version $(VERSION) --revision $(COMMIT)
 
 .PHONY: docker-build
 docker-build: ## Build the image IMG with the version and commit of this tree (needs a container engine; CONTAINER_TOOL=podman for podman).
@@ -75,14 +82,14 @@ stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1
 
 .PHONY: localbin
 localbin: ## Build what the end-to-end tests run besides the product: a test-only operator build.
-	go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
+	CGO_ENABLED=0 go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
 testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules (skipped when built).
 
 $(TESTBIN) &: $(TOOLS_DEPS)
 	@echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules (about 9 minutes the first time)..."
-	cd $(TOOLS_MOD) && go build -ldflags '$(call kube_ldflags,$(KUBE_VERSION),$(KUBE_BUILD_DATE))' -o $(BIN)/ \
+	cd $(TOOLS_MOD) && CGO_ENABLED=0 go build -ldflags '$(call kube_ldflags,$(KUBE_VERSION),$(KUBE_BUILD_DATE))' -o $(BIN)/ \
 	  ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubectl
 	@touch $(TESTBIN)
 

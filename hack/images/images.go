@@ -1,0 +1,179 @@
+// Package images builds the project's container images without a container
+// engine, from binaries already built into bin/: the product image (the
+// Dockerfile's layout and user; a test reads the Dockerfile so that the two
+// cannot drift), the images a release payload names for the hosted control
+// plane's components, and the pause image a node's pod sandboxes run. Each
+// image is one uncompressed layer on no base image, with fixed timestamps,
+// so that the same binaries always give the same digest.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// NonRoot is the user every image runs as, distroless's nonroot: the
+// control plane's pods ask for runAsNonRoot without naming a user, so the
+// image must name a numeric one.
+const NonRoot = "65532:65532"
+
+// Spec is what one image holds.
+type Spec struct {
+	// Programs are binaries of the bin directory, each at /usr/bin/<name>.
+	Programs []string
+	// Entrypoint is what a container runs when it gives no command.
+	Entrypoint []string
+}
+
+// Product is the image of the Dockerfile: every binary the project ships,
+// running the hypershift-operator by default.
+var Product = Spec{
+	Programs:   []string{"hypershift", "hypershift-operator", "control-plane-operator"},
+	Entrypoint: []string{"/usr/bin/hypershift-operator"},
+}
+
+// Payload are the images of a release payload, by their tag in it
+// (image-references), as OpenShift's images hold them: etcd runs etcd, the
+// hyperkube image holds the Kubernetes control-plane components (the
+// control-plane-operator runs them by path), hypershift is the product.
+var Payload = map[string]Spec{
+	"etcd":       {Programs: []string{"etcd"}, Entrypoint: []string{"/usr/bin/etcd"}},
+	"hyperkube":  {Programs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
+	"hypershift": Product,
+}
+
+// Pause is the image a node's pod sandboxes run.
+var Pause = Spec{Programs: []string{"pause"}, Entrypoint: []string{"/usr/bin/pause"}}
+
+// epoch is every file's and the image's time: the same inputs give the
+// same digest.
+var epoch = time.Unix(0, 0).UTC()
+
+// Build returns the image spec describes, with the programs read from
+// binDir (static binaries: there is no C library in the image) and labels
+// in its config.
+func Build(spec Spec, binDir string, labels map[string]string) (v1.Image, error) {
+	layer, err := rootfs(spec, binDir)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
+		Layer:     static.NewLayer(layer, types.OCIUncompressedLayer),
+		History:   v1.History{CreatedBy: "hack/images", Created: v1.Time{Time: epoch}},
+		MediaType: types.OCIUncompressedLayer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to add the layer: %w", err)
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the config: %w", err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS, cfg.Created = "amd64", "linux", v1.Time{Time: epoch}
+	cfg.Config.User = NonRoot
+	cfg.Config.Entrypoint = slices.Clone(spec.Entrypoint)
+	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
+	cfg.Config.WorkingDir = "/"
+	cfg.Config.Labels = labels
+	return mutate.ConfigFile(img, cfg)
+}
+
+// rootfs is the image's one layer: the programs under /usr/bin, the
+// nonroot user's passwd and group entries and home, /tmp, and the host's CA
+// bundle (what distroless/static provides), all owned by root but home.
+func rootfs(spec Spec, binDir string) ([]byte, error) {
+	var buf bytes.Buffer
+	w := tar.NewWriter(&buf)
+	dir := func(name string, mode int64, owner int) error {
+		return w.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, Uid: owner, Gid: owner, ModTime: epoch, Format: tar.FormatPAX})
+	}
+	file := func(name string, mode int64, data []byte) error {
+		if err := w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := w.Write(data)
+		return err
+	}
+	for _, d := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "usr/", "usr/bin/"} {
+		if err := dir(d, 0o755, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := dir("tmp/", 0o1777, 0); err != nil {
+		return nil, err
+	}
+	if err := dir("home/", 0o755, 0); err != nil {
+		return nil, err
+	}
+	if err := dir("home/nonroot/", 0o700, 65532); err != nil {
+		return nil, err
+	}
+	if err := file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")); err != nil {
+		return nil, err
+	}
+	if err := file("etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\n")); err != nil {
+		return nil, err
+	}
+	if certs, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+		if err := file("etc/ssl/certs/ca-certificates.crt", 0o644, certs); err != nil {
+			return nil, err
+		}
+	}
+	for _, program := range spec.Programs {
+		path := filepath.Join(binDir, program)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
+		}
+		if err := staticallyLinked(path); err != nil {
+			return nil, err
+		}
+		if err := file("usr/bin/"+program, 0o755, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("failed to write the layer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// staticallyLinked refuses a dynamically linked program: the image has no C library
+// and no dynamic loader for it.
+func staticallyLinked(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not an ELF program: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked, and the image has no C library or dynamic loader for it: build it with CGO_ENABLED=0", path)
+		}
+	}
+	return nil
+}
+
+// All are the images `make image` builds, by repository: the product, the
+// payload's component images and the pause image.
+func All() map[string]Spec {
+	all := map[string]Spec{"pause": Pause}
+	for tag, spec := range Payload {
+		all[tag] = spec
+	}
+	return all
+}

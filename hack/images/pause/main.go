@@ -1,0 +1,26 @@
+// Command pause is the process of a pod's sandbox, as Kubernetes' pause
+// image runs it: it holds the pod's namespaces, reaps the orphans it
+// inherits as PID 1, and exits at once on SIGINT or SIGTERM.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	for s := range signals {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var status syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}
