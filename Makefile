@@ -17,8 +17,10 @@ LDFLAGS := -X github.com/hypershift-le/hypershift/support/version.Version=$(VERS
            -X github.com/hypershift-le/hypershift/support/version.Commit=$(COMMIT)
 
 # Test binaries: the real etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubectl, built from the Go modules pinned in hack/tools.
-TESTBIN := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+# kube-scheduler and kubectl, and the nodes' kubelet and kube-proxy, built
+# from the Go modules pinned in hack/tools.
+TESTBIN := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl \
+           $(BIN)/kubelet $(BIN)/kube-proxy
 
 # The Kubernetes binaries report their version as the Kubernetes build sets it
 # (hack/lib/version.sh in kubernetes): the k8s.io/kubernetes module's version,
@@ -85,13 +87,23 @@ localbin: ## Build what the end-to-end tests run besides the product: a test-onl
 	CGO_ENABLED=0 go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
-testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules (skipped when built).
+testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet and kube-proxy from Go modules (skipped when built).
 
 $(TESTBIN) &: $(TOOLS_DEPS)
-	@echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules (about 9 minutes the first time)..."
+	@echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet and kube-proxy from Go modules (about 12 minutes the first time)..."
 	cd $(TOOLS_MOD) && CGO_ENABLED=0 go build -ldflags '$(call kube_ldflags,$(KUBE_VERSION),$(KUBE_BUILD_DATE))' -o $(BIN)/ \
-	  ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubectl
+	  ./cmd/etcd ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubectl ./cmd/kubelet ./cmd/kube-proxy
 	@touch $(TESTBIN)
+
+# What real nodes need from Debian's packages (test/nodes).
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables iproute2
+
+.PHONY: nodepkgs
+nodepkgs: ## Install what real nodes need from Debian's packages, when missing (needs root).
+	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [[ ! -x /usr/lib/cni/bridge ]] || ! command -v iptables >/dev/null; then \
+	  echo "Installing $(NODE_PACKAGES) from Debian's packages..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES) >/dev/null; \
+	fi
 
 $(BIN)/controller-gen: $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum
 	cd $(TOOLS_MOD) && go build -o $(BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -135,7 +147,7 @@ verify: generate ## Regenerate, check formatting, vet and lint, and fail if the 
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/e2e')
 
 .PHONY: test
-test: build testbin ## Run the unit and envtest integration tests against a real kube-apiserver and etcd (builds them when missing); no end-to-end stories.
+test: nodepkgs build testbin ## Run the unit and envtest integration tests against a real kube-apiserver and etcd (builds them when missing); no end-to-end stories.
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
 	@go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS) >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS)
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
@@ -145,7 +157,7 @@ test-e2e: build testbin localbin ## Run only the end-to-end stories on the local
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
 .PHONY: test-all
-test-all: build testbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).
+test-all: nodepkgs build testbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
 	@go test $(GO_TEST_FLAGS) -run '^$$' ./... >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...

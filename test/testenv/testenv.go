@@ -69,6 +69,13 @@ type Options struct {
 	// ServiceAccount signing key. Stop keeps it, and a later Start with the
 	// same StateDir carries on with the same objects, CA and signing key.
 	StateDir string
+	// BindAddress is where the API server listens (envtest's 127.0.0.1 when
+	// empty): 0.0.0.0 for clients in network namespaces of their own, such
+	// as real nodes.
+	BindAddress string
+	// ServingIPs are addresses the API server's serving certificate names
+	// besides 127.0.0.1: where such clients reach it.
+	ServingIPs []string
 }
 
 // Env is a running test control plane.
@@ -164,6 +171,10 @@ func (e *Env) configureState(opts Options) error {
 		}
 		extraIPs = append(extraIPs, ip)
 		e.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
+	}
+	extraIPs = append(extraIPs, opts.ServingIPs...)
+	if opts.BindAddress != "" {
+		e.env.ControlPlane.GetAPIServer().Configure().Set("bind-address", opts.BindAddress)
 	}
 	if opts.StateDir == "" && len(extraIPs) == 0 {
 		return nil

@@ -1,0 +1,113 @@
+package nodes
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"syscall"
+)
+
+// Network is the host side of the nodes' network: a bridge with the host's
+// address on the nodes' subnet, to which every node's veth is attached,
+// and a route to each node's pod subnet through that node. The host
+// forwards between nodes (net.ipv4.ip_forward, restored on Close).
+type Network struct {
+	// Bridge is the bridge's name.
+	Bridge string
+	// Subnet holds the host's and the nodes' addresses; the host has its
+	// first address.
+	Subnet netip.Prefix
+	// PodSubnets holds one /24 pod subnet per node, in node order.
+	PodSubnets netip.Prefix
+}
+
+// DefaultNetwork is the nodes' network: 198.18.0.0/24 for the host (.1) and
+// the nodes (.11 up), 198.19.0.0/16 for their pods, from the range set
+// aside for network tests (RFC 2544), so that it meets no network of the
+// machine's.
+var DefaultNetwork = Network{
+	Bridge:     "hsnodes0",
+	Subnet:     netip.MustParsePrefix("198.18.0.0/24"),
+	PodSubnets: netip.MustParsePrefix("198.19.0.0/16"),
+}
+
+// HostAddress is the host's address on the nodes' subnet: where nodes
+// reach the API server and the registry.
+func (n Network) HostAddress() netip.Addr { return n.Subnet.Addr().Next() }
+
+// NodeAddress is the address of node i (from 0).
+func (n Network) NodeAddress(i int) netip.Addr {
+	a := n.Subnet.Addr().As4()
+	a[3] = byte(11 + i)
+	return netip.AddrFrom4(a)
+}
+
+// PodCIDR is the pod subnet of node i.
+func (n Network) PodCIDR(i int) netip.Prefix {
+	a := n.PodSubnets.Addr().As4()
+	a[2] = byte(i)
+	return netip.PrefixFrom(netip.AddrFrom4(a), 24)
+}
+
+// Up creates the bridge with the host's address and turns forwarding on.
+func (n Network) Up(h *Host) error {
+	if err := h.Run([]string{"ip", "link", "del", n.Bridge}, "ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
+		return fmt.Errorf("failed to create the nodes' bridge (is a stopped local cluster's left over? ip link del %s): %w", n.Bridge, err)
+	}
+	host := netip.PrefixFrom(n.HostAddress(), n.Subnet.Bits()).String()
+	if err := h.Run(nil, "ip", "addr", "add", host, "dev", n.Bridge); err != nil {
+		return err
+	}
+	if err := h.Run(nil, "ip", "link", "set", n.Bridge, "up"); err != nil {
+		return err
+	}
+	return h.Sysctl("net.ipv4.ip_forward", "1")
+}
+
+// attach creates node i's network namespace ns with its veth on the bridge,
+// its address and a default route through the host, and the host's route
+// to its pods.
+func (n Network) attach(h *Host, i int, ns string) error {
+	h.keepNetnsDir()
+	if err := h.Run([]string{"ip", "netns", "del", ns}, "ip", "netns", "add", ns); err != nil {
+		return fmt.Errorf("failed to create network namespace %s (left over from a stopped cluster? ip netns del %s): %w", ns, ns, err)
+	}
+	hostEnd := fmt.Sprintf("hsveth%d", i)
+	steps := [][]string{
+		{"ip", "link", "add", hostEnd, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"ip", "link", "set", hostEnd, "master", n.Bridge, "up"},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "addr", "add", netip.PrefixFrom(n.NodeAddress(i), n.Subnet.Bits()).String(), "dev", "eth0"},
+		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+		{"ip", "-n", ns, "route", "add", "default", "via", n.HostAddress().String()},
+		{"ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
+	}
+	for _, step := range steps {
+		if err := h.Run(nil, step...); err != nil {
+			return err
+		}
+	}
+	return h.Run([]string{"ip", "route", "del", n.PodCIDR(i).String()},
+		"ip", "route", "add", n.PodCIDR(i).String(), "via", n.NodeAddress(i).String(), "dev", n.Bridge)
+}
+
+// keepNetnsDir records, for Close, that /run/netns goes back to what it is
+// now: `ip netns add` creates it and mounts it on itself (shared), once per
+// machine.
+func (h *Host) keepNetnsDir() {
+	const dir = "/run/netns"
+	existed, mounted := exists(dir), len(mountsUnder(dir)) > 0
+	h.record("the state of "+dir, func() error {
+		if !mounted {
+			for _, m := range mountsUnder(dir) {
+				if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+					return fmt.Errorf("failed to unmount %s: %w", m, err)
+				}
+			}
+		}
+		if !existed {
+			return os.Remove(dir)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,268 @@
+package nodes
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var (
+	//go:embed containerd.toml
+	containerdConfig string
+	//go:embed kubelet.yaml
+	kubeletConfig string
+	//go:embed cni.conflist
+	cniConfig string
+)
+
+// Options configure one node.
+type Options struct {
+	// Name is the node's name.
+	Name string
+	// Index numbers the node (from 0): its address and pod subnet.
+	Index int
+	// Network is the nodes' network, up already.
+	Network Network
+	// Dir holds the node's files (configuration, containerd's images, the
+	// kubelet's root directory, logs).
+	Dir string
+	// RunDir holds its sockets and runtime state; short, since a socket's
+	// path is at most 107 bytes.
+	RunDir string
+	// BinDir holds the kubelet.
+	BinDir string
+	// CNIBinDir holds the CNI plugins (bridge, host-local, portmap).
+	CNIBinDir string
+	// Kubeconfig is the kubelet's kubeconfig: the API server at an address
+	// the node reaches, and the node's client certificate.
+	Kubeconfig []byte
+	// ClientCA verifies the clients of the kubelet's API (the API server).
+	ClientCA []byte
+	// SandboxImage is the pause image pods' sandboxes run.
+	SandboxImage string
+	// Registries maps a registry host, as images name it, to the endpoint
+	// the node pulls from (e.g. 127.0.0.1:5000 -> http://198.18.0.1:5000).
+	Registries map[string]string
+}
+
+// Node is a running node.
+type Node struct {
+	opts Options
+	// Namespace is the node's network namespace.
+	Namespace string
+	// Address is the node's address.
+	Address string
+}
+
+// step is one named step of bringing a node up.
+type step struct {
+	name string
+	do   func(context.Context, *Host) error
+}
+
+// Start brings node opts.Name up and waits until the API server shows it
+// Ready: its network, its files, containerd, the kubelet. Everything it
+// changes on the host is undone by h.Close.
+func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, error) {
+	n := &Node{opts: opts, Namespace: "hs-" + opts.Name, Address: opts.Network.NodeAddress(opts.Index).String()}
+	steps := []step{
+		{"check the host", func(context.Context, *Host) error { return CheckHost(opts.BinDir, opts.CNIBinDir) }},
+		{"attach the network", func(_ context.Context, h *Host) error { return opts.Network.attach(h, opts.Index, n.Namespace) }},
+		{"write the configuration", n.writeFiles},
+		{"start containerd", n.startContainerd},
+		{"start the kubelet", n.startKubelet},
+		{"wait until Ready", func(ctx context.Context, _ *Host) error { return n.awaitReady(ctx, c, 60*time.Second) }},
+	}
+	for _, s := range steps {
+		if err := s.do(ctx, h); err != nil {
+			return nil, fmt.Errorf("node %s: failed to %s: %w", opts.Name, s.name, err)
+		}
+	}
+	return n, nil
+}
+
+// values fill the configuration templates.
+func (n *Node) values() map[string]any {
+	return map[string]any{
+		"Name": n.opts.Name, "Dir": n.opts.Dir, "RunDir": n.opts.RunDir, "Address": n.Address,
+		"PodCIDR": n.opts.Network.PodCIDR(n.opts.Index).String(), "CgroupRoot": n.cgroupRoot(),
+		"SandboxImage": n.opts.SandboxImage, "CNIBinDir": n.opts.CNIBinDir, "Registries": n.opts.Registries,
+	}
+}
+
+func (n *Node) cgroupRoot() string { return "hsnode-" + n.opts.Name }
+
+func (n *Node) writeFiles(_ context.Context, h *Host) error {
+	for _, dir := range []string{n.opts.Dir, n.opts.RunDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		h.record("directory "+dir, func() error { return os.RemoveAll(dir) })
+	}
+	files := map[string]string{
+		"containerd.toml":       containerdConfig,
+		"kubelet.yaml":          kubeletConfig,
+		"cni/10-nodes.conflist": cniConfig,
+	}
+	for name, text := range files {
+		var b bytes.Buffer
+		if err := template.Must(template.New(name).Option("missingkey=error").Parse(text)).Execute(&b, n.values()); err != nil {
+			return fmt.Errorf("failed to fill %s: %w", name, err)
+		}
+		if err := writeFile(filepath.Join(n.opts.Dir, name), b.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := writeFile(filepath.Join(n.opts.Dir, "kubeconfig"), n.opts.Kubeconfig); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(n.opts.Dir, "pki", "ca.crt"), n.opts.ClientCA)
+}
+
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// startContainerd starts containerd in the node's network namespace and
+// waits for its socket. Its shims outlive it: they are killed with it,
+// and what it mounted is unmounted after.
+func (n *Node) startContainerd(ctx context.Context, h *Host) error {
+	h.UnmountUnder(n.opts.Dir)
+	h.UnmountUnder(n.opts.RunDir)
+	socket := filepath.Join(n.opts.RunDir, "containerd.sock")
+	h.record("containerd shims of "+n.opts.Name, func() error { return killMatching(socket) })
+	cmd := n.inNetwork("containerd", "--config", filepath.Join(n.opts.Dir, "containerd.toml"))
+	if err := logTo(cmd, filepath.Join(n.opts.Dir, "containerd.log")); err != nil {
+		return err
+	}
+	if err := h.Start(cmd, 10*time.Second); err != nil {
+		return err
+	}
+	return waitFor(ctx, 30*time.Second, func() error {
+		conn, err := net.Dial("unix", socket)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	}, func() string { return tail(filepath.Join(n.opts.Dir, "containerd.log")) })
+}
+
+// startKubelet starts the kubelet in the node's network namespace. It sets
+// three kernel sysctls by itself; they are restored when it is gone, and
+// its cgroups removed.
+func (n *Node) startKubelet(_ context.Context, h *Host) error {
+	if err := h.KeepSysctls("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops"); err != nil {
+		return err
+	}
+	if err := h.Cgroup(n.cgroupRoot()); err != nil {
+		return err
+	}
+	cmd := n.inNetwork(filepath.Join(n.opts.BinDir, "kubelet"),
+		"--config="+filepath.Join(n.opts.Dir, "kubelet.yaml"),
+		"--kubeconfig="+filepath.Join(n.opts.Dir, "kubeconfig"),
+		"--root-dir="+filepath.Join(n.opts.Dir, "kubelet"),
+		"--cert-dir="+filepath.Join(n.opts.Dir, "pki"),
+		"--hostname-override="+n.opts.Name,
+		"--node-ip="+n.Address,
+	)
+	if err := logTo(cmd, filepath.Join(n.opts.Dir, "kubelet.log")); err != nil {
+		return err
+	}
+	return h.Start(cmd, 20*time.Second)
+}
+
+// inNetwork is a command that runs program in the node's network namespace
+// only: nsenter, not `ip netns exec`, whose mount namespace of its own (with
+// /sys remounted) would hide the kubelet's volume mounts from containerd and
+// the cgroup hierarchies from both.
+func (n *Node) inNetwork(program string, args ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"--net=/run/netns/" + n.Namespace, "--", program}, args...)...)
+}
+
+// awaitReady waits until the Node is Ready; otherwise it says why, with
+// the kubelet's last log lines.
+func (n *Node) awaitReady(ctx context.Context, c client.Client, timeout time.Duration) error {
+	return waitFor(ctx, timeout, func() error {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: n.opts.Name}, node); err != nil {
+			return err
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				if cond.Status == corev1.ConditionTrue {
+					return nil
+				}
+				return fmt.Errorf("condition Ready=%s (%s): %s", cond.Status, cond.Reason, cond.Message)
+			}
+		}
+		return errors.New("no Ready condition yet")
+	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
+}
+
+// waitFor polls check until it succeeds or timeout passes; then it fails
+// with check's last error and what log says.
+func waitFor(ctx context.Context, timeout time.Duration, check func() error, log func() string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not done after %s: %w; the last lines of its log:\n%s", timeout, err, log())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func logTo(cmd *exec.Cmd, path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	return nil
+}
+
+// tail returns the last 20 lines of a log file.
+func tail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// killMatching kills every process whose command line contains s.
+func killMatching(s string) error {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), s) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(p, "/proc/%d/cmdline", &pid); err == nil && pid != os.Getpid() {
+			if proc, err := os.FindProcess(pid); err == nil {
+				_ = proc.Kill()
+			}
+		}
+	}
+	return nil
+}
