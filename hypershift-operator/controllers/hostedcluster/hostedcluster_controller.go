@@ -106,6 +106,9 @@ type scope struct {
 	// HostedCluster's, and not being deleted: only then does status show
 	// what is in it.
 	claimed bool
+	// reports are the changes reportOnChange found, made once the status
+	// that shows them is written.
+	reports []func()
 	// applied is set once this pass applied every object of the control
 	// plane: ValidConfiguration then follows the HostedControlPlane.
 	applied bool
@@ -213,15 +216,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // update, not a merge patch: the history's completionTime is required but
 // null while a rollout runs, and a merge patch would drop the null.
 // The update is guarded by resourceVersion; a conflict retries the pass.
+// Once the status is written, the pass's reports are made.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.original.Status, s.hc.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Update(ctx, s.hc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+	if !equality.Semantic.DeepEqual(s.original.Status, s.hc.Status) {
+		if err := r.Client.Status().Update(ctx, s.hc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("failed to update status: %w", err)
 		}
-		return fmt.Errorf("failed to update status: %w", err)
+	}
+	for _, report := range s.reports {
+		report()
 	}
 	return nil
 }

@@ -93,7 +93,10 @@ func (r *Reconciler) block(ctx context.Context, s *scope, conditionType, reason,
 // from what the pass started with: once per change, not once per retry. A
 // pass that starts from the same cached copy as the pass that reported
 // (the cache has not caught up with that pass's status yet) does not
-// report again.
+// report again. The report is made once the status that shows it is
+// written (patchStatus): a pass whose status write is refused (a conflict
+// with a concurrent change) reports nothing, and the pass that writes it
+// does.
 func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType string) {
 	now := meta.FindStatusCondition(s.hc.Status.Conditions, conditionType)
 	if now == nil || now.Status != metav1.ConditionFalse {
@@ -107,8 +110,11 @@ func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType
 	if last, ok := r.reported.Swap(key, report); ok && last == report {
 		return
 	}
-	ctrl.LoggerFrom(ctx).Info(conditionType+" is False: "+now.Message, "reason", now.Reason)
-	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, now.Reason, "Reconcile", "%s", now.Message)
+	reason, message := now.Reason, now.Message
+	s.reports = append(s.reports, func() {
+		ctrl.LoggerFrom(ctx).Info(conditionType+" is False: "+message, "reason", reason)
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
+	})
 }
 
 // waiting is the error of a phase that waits on the HostedCluster's user
