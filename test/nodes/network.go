@@ -12,6 +12,10 @@ import (
 // and a route to each node's pod subnet through that node. The host
 // forwards between nodes (net.ipv4.ip_forward, restored on Close).
 type Network struct {
+	// Range holds every address below, and the Services' (ServiceRange):
+	// the host drops what no more specific route takes, so that nothing
+	// addressed to it leaves the machine.
+	Range netip.Prefix
 	// Bridge is the bridge's name.
 	Bridge string
 	// Subnet holds the host's and the nodes' addresses; the host has its
@@ -22,10 +26,11 @@ type Network struct {
 }
 
 // DefaultNetwork is the nodes' network: 198.18.0.0/24 for the host (.1) and
-// the nodes (.11 up), 198.19.0.0/16 for their pods, from the range set
-// aside for network tests (RFC 2544), so that it meets no network of the
-// machine's.
+// the nodes (.11 up), 198.19.0.0/16 for their pods and ServiceRange for
+// Services, all from the range set aside for network tests (RFC 2544), so
+// that it meets no network of the machine's.
 var DefaultNetwork = Network{
+	Range:      netip.MustParsePrefix("198.18.0.0/15"),
 	Bridge:     "hsnodes0",
 	Subnet:     netip.MustParsePrefix("198.18.0.0/24"),
 	PodSubnets: netip.MustParsePrefix("198.19.0.0/16"),
@@ -54,6 +59,12 @@ func (n Network) Up(h *Host) error {
 	if err := h.Run([]string{"ip", "link", "del", n.Bridge}, "ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
 		return fmt.Errorf("failed to create the nodes' bridge (is a stopped local cluster's left over? ip link del %s): %w", n.Bridge, err)
 	}
+	// Nothing addressed to the test range leaves this machine: what no
+	// node, pod or Service route takes is dropped here.
+	blackhole := n.Range.String()
+	if err := h.Run([]string{"ip", "route", "del", "blackhole", blackhole}, "ip", "route", "add", "blackhole", blackhole); err != nil {
+		return err
+	}
 	host := netip.PrefixFrom(n.HostAddress(), n.Subnet.Bits()).String()
 	if err := h.Run(nil, "ip", "addr", "add", host, "dev", n.Bridge); err != nil {
 		return err
@@ -73,8 +84,12 @@ func (n Network) attach(h *Host, i int, ns string) error {
 		return fmt.Errorf("failed to create network namespace %s (left over from a stopped cluster? ip netns del %s): %w", ns, ns, err)
 	}
 	hostEnd := fmt.Sprintf("hsveth%d", i)
+	// The pair goes with its host end at once; the namespace's deletion
+	// would take it only once the kernel has dismantled the namespace.
+	if err := h.Run([]string{"ip", "link", "del", hostEnd}, "ip", "link", "add", hostEnd, "type", "veth", "peer", "name", "eth0", "netns", ns); err != nil {
+		return err
+	}
 	steps := [][]string{
-		{"ip", "link", "add", hostEnd, "type", "veth", "peer", "name", "eth0", "netns", ns},
 		{"ip", "link", "set", hostEnd, "master", n.Bridge, "up"},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
 		{"ip", "-n", ns, "addr", "add", netip.PrefixFrom(n.NodeAddress(i), n.Subnet.Bits()).String(), "dev", "eth0"},
@@ -111,3 +126,8 @@ func (h *Host) keepNetnsDir() {
 		return nil
 	})
 }
+
+// ServiceRange is where Services get their ClusterIPs (the API server's
+// --service-cluster-ip-range): inside DefaultNetwork's Range, outside its
+// node and pod subnets.
+const ServiceRange = "198.18.128.0/20"

@@ -25,6 +25,8 @@ var (
 	kubeletConfig string
 	//go:embed cni.conflist
 	cniConfig string
+	//go:embed kube-proxy.yaml
+	kubeProxyConfig string
 )
 
 // Options configure one node.
@@ -41,13 +43,15 @@ type Options struct {
 	// RunDir holds its sockets and runtime state; short, since a socket's
 	// path is at most 107 bytes.
 	RunDir string
-	// BinDir holds the kubelet.
+	// BinDir holds the kubelet and kube-proxy.
 	BinDir string
 	// CNIBinDir holds the CNI plugins (bridge, host-local, portmap).
 	CNIBinDir string
 	// Kubeconfig is the kubelet's kubeconfig: the API server at an address
 	// the node reaches, and the node's client certificate.
 	Kubeconfig []byte
+	// ProxyKubeconfig is kube-proxy's kubeconfig.
+	ProxyKubeconfig []byte
 	// ClientCA verifies the clients of the kubelet's API (the API server).
 	ClientCA []byte
 	// SandboxImage is the pause image pods' sandboxes run.
@@ -83,6 +87,8 @@ func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, 
 		{"write the configuration", n.writeFiles},
 		{"start containerd", n.startContainerd},
 		{"start the kubelet", n.startKubelet},
+		{"give the Node its pod subnet", func(ctx context.Context, _ *Host) error { return n.setPodCIDR(ctx, c) }},
+		{"start kube-proxy", n.startKubeProxy},
 		{"wait until Ready", func(ctx context.Context, _ *Host) error { return n.awaitReady(ctx, c, 60*time.Second) }},
 	}
 	for _, s := range steps {
@@ -99,6 +105,7 @@ func (n *Node) values() map[string]any {
 		"Name": n.opts.Name, "Dir": n.opts.Dir, "RunDir": n.opts.RunDir, "Address": n.Address,
 		"PodCIDR": n.opts.Network.PodCIDR(n.opts.Index).String(), "CgroupRoot": n.cgroupRoot(),
 		"SandboxImage": n.opts.SandboxImage, "CNIBinDir": n.opts.CNIBinDir, "Registries": n.opts.Registries,
+		"PodSubnets": n.opts.Network.PodSubnets.String(),
 	}
 }
 
@@ -115,6 +122,7 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 		"containerd.toml":       containerdConfig,
 		"kubelet.yaml":          kubeletConfig,
 		"cni/10-nodes.conflist": cniConfig,
+		"kube-proxy.yaml":       kubeProxyConfig,
 	}
 	for name, text := range files {
 		var b bytes.Buffer
@@ -126,6 +134,9 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 		}
 	}
 	if err := writeFile(filepath.Join(n.opts.Dir, "kubeconfig"), n.opts.Kubeconfig); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(n.opts.Dir, "kube-proxy.kubeconfig"), n.opts.ProxyKubeconfig); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(n.opts.Dir, "pki", "ca.crt"), n.opts.ClientCA)
@@ -192,6 +203,35 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 // the cgroup hierarchies from both.
 func (n *Node) inNetwork(program string, args ...string) *exec.Cmd {
 	return exec.Command("nsenter", append([]string{"--net=/run/netns/" + n.Namespace, "--", program}, args...)...)
+}
+
+// startKubeProxy starts kube-proxy in the node's network namespace: its
+// iptables rules are the namespace's, gone with it.
+func (n *Node) startKubeProxy(_ context.Context, h *Host) error {
+	cmd := n.inNetwork(filepath.Join(n.opts.BinDir, "kube-proxy"), "--config="+filepath.Join(n.opts.Dir, "kube-proxy.yaml"))
+	if err := logTo(cmd, filepath.Join(n.opts.Dir, "kube-proxy.log")); err != nil {
+		return err
+	}
+	return h.Start(cmd, 10*time.Second)
+}
+
+// setPodCIDR gives the Node, once registered, the pod subnet its CNI
+// configuration allocates from, as kube-controller-manager's node IPAM
+// would: kubectl get nodes shows it, kube-proxy reads it.
+func (n *Node) setPodCIDR(ctx context.Context, c client.Client) error {
+	cidr := n.opts.Network.PodCIDR(n.opts.Index).String()
+	return waitFor(ctx, 30*time.Second, func() error {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: n.opts.Name}, node); err != nil {
+			return err
+		}
+		if node.Spec.PodCIDR == cidr {
+			return nil
+		}
+		patch := client.MergeFrom(node.DeepCopy())
+		node.Spec.PodCIDR, node.Spec.PodCIDRs = cidr, []string{cidr}
+		return c.Patch(ctx, node, patch)
+	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
 }
 
 // awaitReady waits until the Node is Ready; otherwise it says why, with

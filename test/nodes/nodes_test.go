@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -35,16 +38,23 @@ func TestMain(m *testing.M) {
 		SkipAdmissionPolicies: true,
 		BindAddress:           "0.0.0.0",
 		ServingIPs:            []string{nodes.DefaultNetwork.HostAddress().String()},
+		KubeletClient:         true,
+		ServiceClusterIPRange: nodes.ServiceRange,
+		// Services get their endpoints; namespaces their ServiceAccount
+		// (kube-proxy's in-cluster peers need none).
+		ControllerManager:            true,
+		ControllerManagerControllers: []string{"endpointslice-controller", "namespace-controller", "garbage-collector-controller"},
 	}, &env))
 }
 
-// TestANodeRunsOurImages brings a real node up (its own network
-// namespace, containerd and kubelet), joined to the API server with a
-// client certificate, and runs a pod of the product image pulled from a
-// registry by the kubelet: the container runs the CLI for real and the
-// pod's imageID carries the pushed digest. Stopping leaves the host as it
-// was.
-func TestANodeRunsOurImages(t *testing.T) {
+// TestNodesRunOurImages brings two real nodes up (each its own network
+// namespace, containerd and kubelet), joined to the API server with client
+// certificates. A pod of the product image runs the CLI for real: its
+// imageID carries the pushed digest, and its log comes from the kubelet
+// through the API server, as kubectl logs reads it. A pod on one node
+// reaches a pod on the other at its address. Stopping leaves the host as
+// it was.
+func TestNodesRunOurImages(t *testing.T) {
 	before := nodes.Snapshot()
 	bin, err := testenv.BinaryAssetsDirectory()
 	if err != nil {
@@ -53,29 +63,129 @@ func TestANodeRunsOurImages(t *testing.T) {
 	if err := nodes.CheckHost(bin, "/usr/lib/cni"); err != nil {
 		t.Fatal(err)
 	}
-	staticBin := t.TempDir()
-	build := exec.Command("go", "build", "-o", staticBin+"/", "github.com/hypershift-le/hypershift/hack/images/pause",
-		"github.com/hypershift-le/hypershift/cmd/hypershift",
-		"github.com/hypershift-le/hypershift/hypershift-operator", "github.com/hypershift-le/hypershift/control-plane-operator")
+	registry, digests := pushImages(t)
+
+	host := &nodes.Host{}
+	t.Cleanup(func() {
+		stopping := time.Now()
+		if err := host.Close(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+		t.Logf("stopped in %s", time.Since(stopping).Round(time.Millisecond))
+		if diff := nodes.Snapshot().Diff(before); diff != "" {
+			t.Errorf("the host is not as it was before the nodes started:\n%s", diff)
+		}
+	})
+	network := nodes.DefaultNetwork
+	if err := network.Up(host); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, "system:node", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:nodes"})
+	bind(t, "system:node-proxier", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:kube-proxy"})
+	server := "https://" + net.JoinHostPort(network.HostAddress().String(), apiPort(t))
+	dir := t.TempDir()
+	for i := range 2 {
+		name := fmt.Sprintf("node-%d", i)
+		up := time.Now()
+		node, err := nodes.Start(t.Context(), host, env.Client, nodes.Options{
+			Name: name, Index: i, Network: network,
+			Dir: filepath.Join(dir, name), RunDir: fmt.Sprintf("/run/hsnode-%d", i),
+			BinDir: bin, CNIBinDir: "/usr/lib/cni",
+			Kubeconfig:      kubeconfig(t, server, "system:node:"+name, "system:nodes"),
+			ProxyKubeconfig: kubeconfig(t, server, "system:kube-proxy"),
+			ClientCA:        env.Config.CAData,
+			SandboxImage:    registry.local + "/pause:dev",
+			Registries:      map[string]string{registry.local: registry.fromNodes},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("node %s is Ready at %s, %s after it started", name, node.Address, time.Since(up).Round(time.Millisecond))
+		checkNode(t, name, node.Address, network.PodCIDR(i).String())
+	}
+
+	ns := env.Namespace(t)
+	t.Run("a pod runs the product image, and its log is read through the kubelet", func(t *testing.T) {
+		created := time.Now()
+		pod := runPod(t, ns, "cli", "node-0", registry.local+"/hypershift:dev", []string{"/usr/bin/hypershift", "version", "--client"}, corev1.PodSucceeded)
+		t.Logf("pod created to Succeeded: %s", time.Since(created).Round(time.Millisecond))
+		if id := pod.Status.ContainerStatuses[0].ImageID; !strings.HasSuffix(id, "@"+digests["hypershift"]) {
+			t.Errorf("imageID %s, want the pushed digest %s", id, digests["hypershift"])
+		}
+		clientset, err := kubernetes.NewForConfig(env.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
+		if err != nil || !strings.HasPrefix(string(log), "Client: ") {
+			t.Errorf("the container's log through the API server and the kubelet: %q (%v), want the CLI's version", log, err)
+		}
+	})
+	t.Run("a pod reaches a pod on another node", func(t *testing.T) {
+		server := runPod(t, ns, "server", "node-1", registry.local+"/echo:dev", []string{"/usr/bin/echo", "serve", ":8080"}, corev1.PodRunning)
+		if !network.PodCIDR(1).Contains(mustAddr(t, server.Status.PodIP)) {
+			t.Errorf("the server's address %s is not from node-1's pod subnet %s", server.Status.PodIP, network.PodCIDR(1))
+		}
+		runPod(t, ns, "client", "node-0", registry.local+"/echo:dev", []string{"/usr/bin/echo", "connect", net.JoinHostPort(server.Status.PodIP, "8080")}, corev1.PodSucceeded)
+	})
+	t.Run("a pod reaches a Service whose endpoint is on another node, through kube-proxy", func(t *testing.T) {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "server"}, Ports: []corev1.ServicePort{{
+				Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP,
+			}}},
+		}
+		if err := env.Client.Create(t.Context(), svc); err != nil {
+			t.Fatal(err)
+		}
+		if !mustPrefix(t, nodes.ServiceRange).Contains(mustAddr(t, svc.Spec.ClusterIP)) {
+			t.Fatalf("ClusterIP %s is not from %s", svc.Spec.ClusterIP, nodes.ServiceRange)
+		}
+		runPod(t, ns, "service-client", "node-0", registry.local+"/echo:dev", []string{"/usr/bin/echo", "connect", net.JoinHostPort(svc.Spec.ClusterIP, "80")}, corev1.PodSucceeded)
+	})
+}
+
+func mustPrefix(t *testing.T, s string) netip.Prefix {
+	t.Helper()
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testRegistry is the registry the nodes pull from: at local on the host,
+// at fromNodes from the nodes.
+type testRegistry struct{ local, fromNodes string }
+
+// pushImages builds static binaries of the pause program, the product and
+// the test's echo program, pushes their images, and returns the registry
+// and the images' digests by repository.
+func pushImages(t *testing.T) (testRegistry, map[string]string) {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+"/", "github.com/hypershift-le/hypershift/hack/images/pause",
+		"github.com/hypershift-le/hypershift/cmd/hypershift", "github.com/hypershift-le/hypershift/hypershift-operator",
+		"github.com/hypershift-le/hypershift/control-plane-operator", "github.com/hypershift-le/hypershift/test/nodes/internal/echo")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-
-	registry, err := releasetest.Start("0.0.0.0:0")
+	served, err := releasetest.Start("0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = registry.Close() })
-	_, port, _ := net.SplitHostPort(registry.Host())
-	local := "127.0.0.1:" + port
+	t.Cleanup(func() { _ = served.Close() })
+	_, port, _ := net.SplitHostPort(served.Host())
+	r := testRegistry{local: "127.0.0.1:" + port, fromNodes: "http://" + net.JoinHostPort(nodes.DefaultNetwork.HostAddress().String(), port)}
 	digests := map[string]string{}
-	for repo, spec := range map[string]images.Spec{"pause": images.Pause, "hypershift": images.Product} {
-		img, err := images.Build(spec, staticBin, nil)
+	echo := images.Spec{Programs: []string{"echo"}, Entrypoint: []string{"/usr/bin/echo"}}
+	for repo, spec := range map[string]images.Spec{"pause": images.Pause, "hypershift": images.Product, "echo": echo} {
+		img, err := images.Build(spec, bin, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, err := name.ParseReference(local + "/" + repo + ":dev")
+		ref, err := name.ParseReference(r.local + "/" + repo + ":dev")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,47 +195,42 @@ func TestANodeRunsOurImages(t *testing.T) {
 		digest, _ := img.Digest()
 		digests[repo] = digest.String()
 	}
+	return r, digests
+}
 
-	host := &nodes.Host{}
-	t.Cleanup(func() {
-		stopping := time.Now()
-		defer func() { t.Logf("stopped in %s", time.Since(stopping).Round(time.Millisecond)) }()
-		if err := host.Close(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-		if diff := nodes.Snapshot().Diff(before); diff != "" {
-			t.Errorf("the host is not as it was before the node started:\n%s", diff)
-		}
-	})
-	network := nodes.DefaultNetwork
-	if err := network.Up(host); err != nil {
+// checkNode checks what kubectl get nodes -o wide shows of a node.
+func checkNode(t *testing.T, name, address, podCIDR string) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
 		t.Fatal(err)
 	}
-	up := time.Now()
-	bindNodes(t)
-	dir := t.TempDir()
-	node, err := nodes.Start(t.Context(), host, env.Client, nodes.Options{
-		Name: "node-0", Index: 0, Network: network,
-		Dir: filepath.Join(dir, "node-0"), RunDir: "/run/hsnode-0",
-		BinDir: bin, CNIBinDir: "/usr/lib/cni",
-		Kubeconfig:   nodeKubeconfig(t, "node-0", "https://"+network.HostAddress().String()+":"+apiPort(t)),
-		ClientCA:     env.Config.CAData,
-		SandboxImage: local + "/pause:dev",
-		Registries:   map[string]string{local: "http://" + network.HostAddress().String() + ":" + port},
-	})
-	if err != nil {
-		t.Fatal(err)
+	info := node.Status.NodeInfo
+	if info.KubeletVersion != "v1.37.2" || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
+		t.Errorf("node %s: kubelet %s, runtime %s", name, info.KubeletVersion, info.ContainerRuntimeVersion)
 	}
-	t.Logf("node node-0 is Ready at %s, %s after its network was up", node.Address, time.Since(up).Round(time.Millisecond))
+	internal := ""
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			internal = a.Address
+		}
+	}
+	if internal != address || node.Spec.PodCIDR != podCIDR {
+		t.Errorf("node %s: InternalIP %s, pod CIDR %s; want %s and %s", name, internal, node.Spec.PodCIDR, address, podCIDR)
+	}
+}
 
-	ns := env.Namespace(t)
+// runPod runs a pod of image on node, restricted as the control plane's
+// pods are, and waits until it is in phase; it returns the pod.
+func runPod(t *testing.T, ns, name, node, image string, command []string, phase corev1.PodPhase) *corev1.Pod {
+	t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
-			NodeName:      "node-0",
+			NodeName:      node,
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "cli", Image: local + "/hypershift:dev", Command: []string{"/usr/bin/hypershift", "version", "--client"},
+				Name: name, Image: image, Command: command,
 				SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			}},
@@ -134,32 +239,30 @@ func TestANodeRunsOurImages(t *testing.T) {
 	if err := env.Client.Create(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	created := time.Now()
-	defer func() { t.Logf("pod created to Succeeded: %s", time.Since(created).Round(time.Millisecond)) }()
+	got := &corev1.Pod{}
 	testutil.Eventually(t, 90*time.Second, func() error {
-		got := &corev1.Pod{}
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), got); err != nil {
 			return err
 		}
-		if got.Status.Phase != corev1.PodSucceeded {
-			return fmt.Errorf("pod %s: %s %+v", got.Name, got.Status.Phase, got.Status.ContainerStatuses)
+		if got.Status.Phase == corev1.PodFailed && phase != corev1.PodFailed {
+			t.Fatalf("pod %s failed: %+v", name, got.Status.ContainerStatuses)
 		}
-		status := got.Status.ContainerStatuses[0]
-		if !strings.HasSuffix(status.ImageID, "@"+digests["hypershift"]) {
-			return fmt.Errorf("imageID %s, want the pushed digest %s", status.ImageID, digests["hypershift"])
+		if got.Status.Phase != phase || (phase == corev1.PodRunning && got.Status.PodIP == "") {
+			return fmt.Errorf("pod %s: %s %+v", name, got.Status.Phase, got.Status.ContainerStatuses)
 		}
 		return nil
 	})
+	return got
 }
 
-// bindNodes grants nodes the system:node role (the API server authorizes
-// with RBAC only).
-func bindNodes(t *testing.T) {
+// bind binds the built-in ClusterRole role to subject (the API server
+// authorizes with RBAC only).
+func bind(t *testing.T, role string, subject rbacv1.Subject) {
 	t.Helper()
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-nodes"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:nodes"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "test-" + strings.ReplaceAll(role, ":", "-")},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{subject},
 	}
 	if err := env.Client.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
@@ -167,11 +270,11 @@ func bindNodes(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
 }
 
-// nodeKubeconfig is a kubeconfig for node name's kubelet with a client
-// certificate of system:node:<name>, reaching the API server at server.
-func nodeKubeconfig(t *testing.T, name, server string) []byte {
+// kubeconfig is a kubeconfig with a client certificate of user in groups,
+// reaching the API server at server.
+func kubeconfig(t *testing.T, server, user string, groups ...string) []byte {
 	t.Helper()
-	cfg, err := env.AddUser("system:node:"+name, "system:nodes")
+	cfg, err := env.AddUser(user, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,4 +297,13 @@ func apiPort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return port
+}
+
+func mustAddr(t *testing.T, s string) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -101,3 +101,26 @@ func kubernetesServiceIP(serviceRange string) (string, error) {
 	}
 	return prefix.Masked().Addr().Next().String(), nil
 }
+
+// useKubeletClientCertificate issues, with the CA in dir, the client
+// certificate the API server presents to kubelets, and sets the flags.
+func useKubeletClientCertificate(env *envtest.Environment, dir string) error {
+	ca, err := loadOrCreateCA(dir)
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := ca.Issue(KubeletClientUser, nil)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"kubelet-client.crt": certPEM, "kubelet-client.key": keyPEM}
+	if err := writeFiles(dir, files); err != nil {
+		return err
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("kubelet-client-certificate", filepath.Join(dir, "kubelet-client.crt"))
+	args.Set("kubelet-client-key", filepath.Join(dir, "kubelet-client.key"))
+	// Nodes are reached at their address, never by a name to look up.
+	args.Set("kubelet-preferred-address-types", "InternalIP")
+	return nil
+}

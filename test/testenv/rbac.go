@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,4 +27,18 @@ func BindClusterRole(t testing.TB, c client.Client, role *rbacv1.ClusterRole, us
 	if err := c.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bindKubeletClient grants the API server's kubelet client user what
+// kubelets authorize it for: logs, exec, port-forward, metrics.
+func (e *Env) bindKubeletClient(ctx context.Context) error {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletClientUser},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: KubeletClientUser}},
+	}
+	if err := e.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to bind the kubelet client user: %w", err)
+	}
+	return nil
 }

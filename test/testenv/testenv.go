@@ -76,7 +76,15 @@ type Options struct {
 	// ServingIPs are addresses the API server's serving certificate names
 	// besides 127.0.0.1: where such clients reach it.
 	ServingIPs []string
+	// KubeletClient makes the API server authenticate to kubelets, for
+	// logs, exec and port-forward, with a client certificate of
+	// KubeletClientUser (bound to system:kubelet-api-admin), signed by the
+	// CA that Config.CAData holds: a kubelet trusts its clients with it.
+	KubeletClient bool
 }
+
+// KubeletClientUser is the user the API server is to kubelets.
+const KubeletClientUser = "kube-apiserver-kubelet-client"
 
 // Env is a running test control plane.
 type Env struct {
@@ -151,6 +159,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	if opts.KubeletClient {
+		if err := e.bindKubeletClient(ctx); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
 	if opts.ControllerManager {
 		if err := e.startControllerManager(assets, opts.ControllerManagerControllers); err != nil {
 			_ = e.Stop()
@@ -176,7 +190,7 @@ func (e *Env) configureState(opts Options) error {
 	if opts.BindAddress != "" {
 		e.env.ControlPlane.GetAPIServer().Configure().Set("bind-address", opts.BindAddress)
 	}
-	if opts.StateDir == "" && len(extraIPs) == 0 {
+	if opts.StateDir == "" && len(extraIPs) == 0 && !opts.KubeletClient {
 		return nil
 	}
 	certDir := filepath.Join(e.tempDir, "certs")
@@ -187,7 +201,13 @@ func (e *Env) configureState(opts Options) error {
 			return fmt.Errorf("failed to create etcd's data directory: %w", err)
 		}
 	}
-	return useOwnCertificates(e.env, certDir, extraIPs)
+	if err := useOwnCertificates(e.env, certDir, extraIPs); err != nil {
+		return err
+	}
+	if opts.KubeletClient {
+		return useKubeletClientCertificate(e.env, certDir)
+	}
+	return nil
 }
 
 // Stop stops the control plane and removes its files.
