@@ -7,11 +7,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubescheduler"
@@ -34,7 +32,7 @@ func TestARefusedObjectIsReportedAndClearsByItself(t *testing.T) {
 		// Retried with a backoff, not in a hot loop; one event for the
 		// refusal, however often it is retried.
 		time.Sleep(5 * time.Second)
-		if n := cp.events(t, hyperv1.RefusedByAPIServerReason); n != 1 {
+		if n := env.CountEvents(t, cp.hcp, hyperv1.RefusedByAPIServerReason); n != 1 {
 			t.Errorf("%d RefusedByAPIServer events, want 1", n)
 		}
 		if err := env.Client.Delete(t.Context(), holder); err != nil {
@@ -97,25 +95,6 @@ func checkCondition(hcp *hyperv1.HostedControlPlane, conditionType, reason, mess
 		return fmt.Errorf("%s = %+v, want False (%s) %q at generation %d", conditionType, c, reason, message, hcp.Generation)
 	}
 	return nil
-}
-
-// events counts the events on the HostedControlPlane with reason.
-func (cp *controlPlane) events(t *testing.T, reason string) int {
-	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), list, client.InNamespace(cp.namespace)); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "HostedControlPlane" && e.Reason == reason {
-			n++
-			if e.Series != nil {
-				n += int(e.Series.Count) - 1
-			}
-		}
-	}
-	return n
 }
 
 // holdNodePort creates a NodePort Service on port in ns, as another user of

@@ -7,7 +7,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,7 +88,7 @@ func TestWhatTheAPIServerRefusesReachesTheHostedCluster(t *testing.T) {
 			})
 			time.Sleep(500 * time.Millisecond)
 		}
-		if n := countEvents(t, c.hc, hyperv1.RefusedByAPIServerReason); n != 1 {
+		if n := env.CountEvents(t, c.hc, hyperv1.RefusedByAPIServerReason); n != 1 {
 			t.Errorf("%d RefusedByAPIServer events, want 1", n)
 		}
 
@@ -140,25 +139,6 @@ func reportValidConfiguration(t *testing.T, hcp *hyperv1.HostedControlPlane, sta
 		meta.SetStatusCondition(&live.Status.Conditions, available)
 		return env.Client.Status().Update(t.Context(), live)
 	})
-}
-
-// countEvents counts the occurrences of events on hc with reason.
-func countEvents(t *testing.T, hc *hyperv1.HostedCluster, reason string) int {
-	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), list, client.InNamespace(hc.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range list.Items {
-		if e.Regarding.Name == hc.Name && e.Reason == reason {
-			n++
-			if e.Series != nil {
-				n += int(e.Series.Count) - 1
-			}
-		}
-	}
-	return n
 }
 
 // forbidNamespace makes an admission policy refuse creating namespace
