@@ -11,6 +11,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,41 +98,16 @@ func Build(spec Spec, binDir string, labels map[string]string) (v1.Image, error)
 // bundle (what distroless/static provides), all owned by root but home.
 func rootfs(spec Spec, binDir string) ([]byte, error) {
 	var buf bytes.Buffer
-	w := tar.NewWriter(&buf)
-	dir := func(name string, mode int64, owner int) error {
-		return w.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, Uid: owner, Gid: owner, ModTime: epoch, Format: tar.FormatPAX})
+	w := &layerWriter{tw: tar.NewWriter(&buf)}
+	for _, d := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "usr/", "usr/bin/", "home/"} {
+		w.dir(d, 0o755, 0)
 	}
-	file := func(name string, mode int64, data []byte) error {
-		if err := w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-			return err
-		}
-		_, err := w.Write(data)
-		return err
-	}
-	for _, d := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "usr/", "usr/bin/"} {
-		if err := dir(d, 0o755, 0); err != nil {
-			return nil, err
-		}
-	}
-	if err := dir("tmp/", 0o1777, 0); err != nil {
-		return nil, err
-	}
-	if err := dir("home/", 0o755, 0); err != nil {
-		return nil, err
-	}
-	if err := dir("home/nonroot/", 0o700, 65532); err != nil {
-		return nil, err
-	}
-	if err := file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")); err != nil {
-		return nil, err
-	}
-	if err := file("etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\n")); err != nil {
-		return nil, err
-	}
+	w.dir("tmp/", 0o1777, 0)
+	w.dir("home/nonroot/", 0o700, 65532)
+	w.file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"))
+	w.file("etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\n"))
 	if certs, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt"); err == nil {
-		if err := file("etc/ssl/certs/ca-certificates.crt", 0o644, certs); err != nil {
-			return nil, err
-		}
+		w.file("etc/ssl/certs/ca-certificates.crt", 0o644, certs)
 	}
 	for _, program := range spec.Programs {
 		path := filepath.Join(binDir, program)
@@ -142,14 +118,34 @@ func rootfs(spec Spec, binDir string) ([]byte, error) {
 		if err := staticallyLinked(path); err != nil {
 			return nil, err
 		}
-		if err := file("usr/bin/"+program, 0o755, data); err != nil {
-			return nil, err
-		}
+		w.file("usr/bin/"+program, 0o755, data)
 	}
-	if err := w.Close(); err != nil {
+	if err := errors.Join(w.err, w.tw.Close()); err != nil {
 		return nil, fmt.Errorf("failed to write the layer: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// layerWriter writes a layer's entries with the fixed time, keeping the
+// first error.
+type layerWriter struct {
+	tw  *tar.Writer
+	err error
+}
+
+func (w *layerWriter) dir(name string, mode int64, owner int) {
+	if w.err == nil {
+		w.err = w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, Uid: owner, Gid: owner, ModTime: epoch, Format: tar.FormatPAX})
+	}
+}
+
+func (w *layerWriter) file(name string, mode int64, data []byte) {
+	if w.err == nil {
+		w.err = w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX})
+	}
+	if w.err == nil {
+		_, w.err = w.tw.Write(data)
+	}
 }
 
 // staticallyLinked refuses a dynamically linked program: the image has no C library
