@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,10 @@ type process struct {
 }
 
 // startProcess runs path with argv as l says, appending its output to
-// logPath after a "--- started" line. The process dies with the agent
-// (Pdeathsig).
+// logPath after a "--- started" line. The process writes into a pipe the
+// agent copies to the log once that line is written, so the line always
+// comes first, even when the program writes before its pid is known. The
+// process dies with the agent (Pdeathsig).
 func startProcess(l launcher, path string, argv, env []string, dir, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -40,22 +43,41 @@ func startProcess(l launcher, path string, argv, env []string, dir, logPath stri
 		_ = logFile.Close()
 		return nil, err
 	}
+	out, in, err := os.Pipe()
+	if err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("failed to make the output pipe: %w", err)
+	}
 	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = in, in
+	err = cmd.Start()
+	_ = in.Close() // the child holds its own copy
+	if err != nil {
+		_ = out.Close()
 		_, _ = fmt.Fprintf(logFile, "--- failed to start %s at %s: %v\n", path, time.Now().Format(time.RFC3339Nano), err)
 		_ = logFile.Close()
 		return nil, fmt.Errorf("failed to start %s: %w", path, err)
 	}
 	p := &process{pid: cmd.Process.Pid, done: make(chan struct{})}
-	// Written as soon as the pid is known: the program is still loading.
 	_, _ = fmt.Fprintf(logFile, "--- started %s pid %d\n", time.Now().Format(time.RFC3339Nano), p.pid)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(logFile, out)
+	}()
 	go func() {
 		_ = cmd.Wait()
 		p.exitCode = exitCode(cmd.ProcessState)
 		p.finishedAt = time.Now()
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		waitGroupGone(p.pid, groupGoneTimeout)
+		// Whatever escaped the group may hold the pipe: the log ends anyway.
+		select {
+		case <-copied:
+		case <-time.After(groupGoneTimeout):
+		}
+		_ = out.Close()
+		<-copied
 		_, _ = fmt.Fprintf(logFile, "--- exited %s pid %d code %d\n", p.finishedAt.Format(time.RFC3339Nano), p.pid, p.exitCode)
 		_ = logFile.Close()
 		close(p.done)
