@@ -33,15 +33,7 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 	if err := os.WriteFile(caFile, e.Config.CAData, 0o600); err != nil {
 		return fmt.Errorf("failed to write the cluster CA: %w", err)
 	}
-	binary := filepath.Join(assets, "kube-controller-manager")
-	if _, err := os.Stat(binary); err != nil {
-		return fmt.Errorf("%s is missing (%w): run `make testbin`", binary, err)
-	}
-	logFile, err := os.Create(filepath.Join(e.tempDir, "kube-controller-manager.log"))
-	if err != nil {
-		return fmt.Errorf("failed to create the controller manager's log: %w", err)
-	}
-	cmd := exec.Command(binary,
+	stop, err := e.startComponent(assets, "kube-controller-manager",
 		"--kubeconfig="+kubeconfig,
 		"--controllers="+strings.Join(controllers, ","),
 		// The service account token controller signs with the API server's key.
@@ -53,16 +45,53 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 		"--concurrent-namespace-syncs=5",
 		"--concurrent-gc-syncs=5",
 	)
+	e.stopControllerManager = stop
+	return err
+}
+
+// startScheduler runs kube-scheduler as cluster admin against the test API
+// server, with no serving port and no election.
+func (e *Env) startScheduler(assets string) error {
+	kubeconfig := filepath.Join(e.tempDir, "scheduler.kubeconfig")
+	if err := e.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	stop, err := e.startComponent(assets, "kube-scheduler",
+		"--kubeconfig="+kubeconfig,
+		// Without these the scheduler asks the API server who may
+		// authenticate to it, and serves nothing anyway.
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	)
+	e.stopScheduler = stop
+	return err
+}
+
+// startComponent starts program of assets with args, its output in the
+// environment's directory (see ComponentLog), dying with this process. It
+// returns how to stop it, and fails when the program exits within 2s.
+func (e *Env) startComponent(assets, program string, args ...string) (func() error, error) {
+	binary := filepath.Join(assets, program)
+	if _, err := os.Stat(binary); err != nil {
+		return nil, fmt.Errorf("%s is missing (%w): run `make testbin`", binary, err)
+	}
+	logFile, err := os.Create(filepath.Join(e.tempDir, program+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the log of %s: %w", program, err)
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return fmt.Errorf("failed to start kube-controller-manager: %w", err)
+		return nil, fmt.Errorf("failed to start %s: %w", program, err)
 	}
 	exited := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); _ = logFile.Close(); close(exited) }()
-	e.stopControllerManager = func() error {
+	stop := func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -76,14 +105,20 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 	select {
 	case <-exited:
 		log, _ := os.ReadFile(logFile.Name())
-		return errors.Join(fmt.Errorf("kube-controller-manager exited at start: %w", waitErr), errors.New(operatorprocess.Tail(string(log), 2000)))
+		return nil, errors.Join(fmt.Errorf("%s exited at start: %w", program, waitErr), errors.New(operatorprocess.Tail(string(log), 2000)))
 	case <-time.After(2 * time.Second):
 	}
-	return nil
+	return stop, nil
 }
 
 // ControllerManagerLog returns the controller manager's log so far.
-func (e *Env) ControllerManagerLog(context.Context) string {
-	raw, _ := os.ReadFile(filepath.Join(e.tempDir, "kube-controller-manager.log"))
+func (e *Env) ControllerManagerLog(ctx context.Context) string {
+	return e.ComponentLog(ctx, "kube-controller-manager")
+}
+
+// ComponentLog returns the log so far of a component the environment runs
+// (kube-controller-manager, kube-scheduler).
+func (e *Env) ComponentLog(_ context.Context, program string) string {
+	raw, _ := os.ReadFile(filepath.Join(e.tempDir, program+".log"))
 	return string(raw)
 }

@@ -81,6 +81,12 @@ type Options struct {
 	// KubeletClientUser (bound to system:kubelet-api-admin), signed by the
 	// CA that Config.CAData holds: a kubelet trusts its clients with it.
 	KubeletClient bool
+	// AdvertiseAddress is the address the `kubernetes` Service's endpoint
+	// shows (envtest's 127.0.0.1 when empty): where pods on real nodes
+	// reach the API server through that Service.
+	AdvertiseAddress string
+	// Scheduler runs kube-scheduler, for pods that name no node.
+	Scheduler bool
 }
 
 // KubeletClientUser is the user the API server is to kubelets.
@@ -104,6 +110,7 @@ type Env struct {
 	auditLogMaxSizeMB     int
 	tempDir               string
 	stopControllerManager func() error
+	stopScheduler         func() error
 	waitForServiceAccount bool
 }
 
@@ -171,6 +178,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	if opts.Scheduler {
+		if err := e.startScheduler(assets); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -189,6 +202,9 @@ func (e *Env) configureState(opts Options) error {
 	extraIPs = append(extraIPs, opts.ServingIPs...)
 	if opts.BindAddress != "" {
 		e.env.ControlPlane.GetAPIServer().Configure().Set("bind-address", opts.BindAddress)
+	}
+	if opts.AdvertiseAddress != "" {
+		e.env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", opts.AdvertiseAddress)
 	}
 	if opts.StateDir == "" && len(extraIPs) == 0 && !opts.KubeletClient {
 		return nil
@@ -213,8 +229,11 @@ func (e *Env) configureState(opts Options) error {
 // Stop stops the control plane and removes its files.
 func (e *Env) Stop() error {
 	var err error
+	if e.stopScheduler != nil {
+		err = e.stopScheduler()
+	}
 	if e.stopControllerManager != nil {
-		err = e.stopControllerManager()
+		err = errors.Join(err, e.stopControllerManager())
 	}
 	err = errors.Join(err, e.env.Stop())
 	return errors.Join(err, os.RemoveAll(e.tempDir))
