@@ -17,8 +17,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"path"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,6 +45,7 @@ type Registry struct {
 	user       string
 	password   string
 	middleware []func(http.Handler) http.Handler
+	blobDir    string
 }
 
 // Option configures a Registry.
@@ -65,6 +68,14 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	}
 }
 
+// WithBlobDir keeps the registry's blobs in dir instead of memory: for
+// images of hundreds of megabytes.
+func WithBlobDir(dir string) Option {
+	return func(r *Registry) {
+		r.blobDir = dir
+	}
+}
+
 // NewRegistry starts a registry on a free port that is stopped when t
 // ends.
 func NewRegistry(t testing.TB, opts ...Option) *Registry {
@@ -84,7 +95,14 @@ func Start(address string, opts ...Option) (*Registry, error) {
 	for _, opt := range opts {
 		opt(r)
 	}
-	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	ropts := []registry.Option{registry.Logger(log.New(io.Discard, "", 0))}
+	if r.blobDir != "" {
+		if err := os.MkdirAll(r.blobDir, 0o700); err != nil {
+			return nil, fmt.Errorf("failed to create the registry's blob directory: %w", err)
+		}
+		ropts = append(ropts, registry.WithBlobHandler(registry.NewDiskBlobHandler(r.blobDir)))
+	}
+	handler := registry.New(ropts...)
 	if r.user != "" || r.password != "" {
 		handler = r.basicAuth(handler)
 	}
@@ -96,6 +114,10 @@ func Start(address string, opts ...Option) (*Registry, error) {
 		return nil, fmt.Errorf("failed to listen for the registry on %s: %w", address, err)
 	}
 	r.host = l.Addr().String()
+	if addr, ok := l.Addr().(*net.TCPAddr); ok && addr.IP.IsUnspecified() {
+		// Listening on every address: this machine reaches it on loopback.
+		r.host = net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
+	}
 	r.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.server.Serve(l) }()
 	return r, nil
