@@ -147,6 +147,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
 		DefaultControlPlaneOperatorImage: o.ControlPlaneOperatorImage,
 		ControlPlaneOperatorTimings:      o.ControlPlaneOperatorTimings,
+		InsecureRegistries:               o.InsecureRegistries,
 		Recorder:                         recorder,
 		TeardownTimeout:                  o.TeardownTimeout,
 		EnableMonitoring:                 o.EnableMonitoring,

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -74,6 +76,9 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 	args := []string{"--hosted-control-plane=" + in.HostedCluster.Name}
 	if level, ok := in.HostedCluster.Annotations[hyperv1.ControlPlaneOperatorLogLevelAnnotation]; ok {
 		args = append(args, "--zap-log-level="+level)
+	}
+	if len(in.InsecureRegistries) > 0 {
+		args = append(args, "--insecure-registries="+strings.Join(in.InsecureRegistries, ","))
 	}
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:        in.objectMeta(hyperv1.ControlPlaneOperatorName),

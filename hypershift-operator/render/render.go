@@ -29,6 +29,9 @@ type Inputs struct {
 	// ControlPlaneOperatorTimings are the CPO's leader-election timings,
 	// valid (the HO validates its flags once, at start).
 	ControlPlaneOperatorTimings config.Timings
+	// InsecureRegistries are the registry hosts the HO reaches over plain
+	// HTTP: the CPO reads the same payloads from them.
+	InsecureRegistries []string
 }
 
 // Validate refuses inputs the renderers must not turn into objects.

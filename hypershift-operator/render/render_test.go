@@ -194,3 +194,16 @@ func TestControlPlaneOperatorLogLevel(t *testing.T) {
 		t.Fatalf("args %v, want --zap-log-level=debug", args)
 	}
 }
+
+// TestControlPlaneOperatorInsecureRegistries: the CPO reads the payloads
+// the HO reads, from the same plain-HTTP registries.
+func TestControlPlaneOperatorInsecureRegistries(t *testing.T) {
+	in := testInputs(hyperv1.SingleReplica)
+	if args := ControlPlaneOperatorDeployment(in).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--insecure-registries") }) {
+		t.Fatalf("with none, the args name insecure registries: %v", args)
+	}
+	in.InsecureRegistries = []string{"198.18.0.1:5000", "mirror.internal:5000"}
+	if args := ControlPlaneOperatorDeployment(in).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--insecure-registries=198.18.0.1:5000,mirror.internal:5000") {
+		t.Fatalf("args %v, want --insecure-registries=198.18.0.1:5000,mirror.internal:5000", args)
+	}
+}

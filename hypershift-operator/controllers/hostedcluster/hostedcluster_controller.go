@@ -57,6 +57,9 @@ type Reconciler struct {
 	// ControlPlaneOperatorTimings are the CPO leader-election timings
 	// rendered into its args; valid (config.Timings.Validate).
 	ControlPlaneOperatorTimings config.Timings
+	// InsecureRegistries are the registry hosts Releases reaches over
+	// plain HTTP, passed on to the control-plane-operator.
+	InsecureRegistries []string
 	// Recorder emits events on HostedClusters.
 	Recorder events.EventRecorder
 	// Clock is the time source; tests may replace it.

@@ -221,6 +221,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ReleaseImage:                s.hc.Spec.Release.Image,
 		ControlPlaneOperatorImage:   r.controlPlaneOperatorImage(s),
 		ControlPlaneOperatorTimings: r.ControlPlaneOperatorTimings,
+		InsecureRegistries:          r.InsecureRegistries,
 	}
 	if err := in.Validate(); err != nil {
 		// Only a change of the HostedCluster (which starts a pass) or of
