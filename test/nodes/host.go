@@ -232,6 +232,12 @@ func (h *Host) removeCgroups(name string) {
 		for _, root := range roots {
 			killCgroup(root)
 		}
+		// A killed process leaves its cgroup only once it has exited: a
+		// cgroup still holding one is busy.
+		deadline := time.Now().Add(10 * time.Second)
+		for slices.ContainsFunc(roots, cgroupHoldsProcesses) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
 		for _, root := range roots {
 			var dirs []string
 			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
@@ -253,6 +259,22 @@ func (h *Host) removeCgroups(name string) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// cgroupHoldsProcesses reports whether a process is in the cgroup at root
+// or under it.
+func cgroupHoldsProcesses(root string) bool {
+	held := false
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "cgroup.procs" {
+			if data, _ := os.ReadFile(path); len(strings.TrimSpace(string(data))) > 0 {
+				held = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return held
 }
 
 // killCgroup kills every process in the cgroup at root and under it.

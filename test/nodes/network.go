@@ -55,6 +55,7 @@ func (n Network) PodCIDR(i int) netip.Prefix {
 }
 
 // Up creates the bridge with the host's address and turns forwarding on.
+// The caller holds the machine's Lock.
 func (n Network) Up(h *Host) error {
 	if err := h.Run([]string{"ip", "link", "del", n.Bridge}, "ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
 		return fmt.Errorf("failed to create the nodes' bridge (is a stopped local cluster's left over? ip link del %s): %w", n.Bridge, err)

@@ -59,11 +59,16 @@ type Options struct {
 	// Registries maps a registry host, as images name it, to the endpoint
 	// the node pulls from (e.g. 127.0.0.1:5000 -> http://198.18.0.1:5000).
 	Registries map[string]string
+	// ClusterDNS is the DNS server's address pods are given (the kube-dns
+	// Service's ClusterIP, serving cluster.local); none when empty.
+	ClusterDNS string
 }
 
 // Node is a running node.
 type Node struct {
 	opts Options
+	// Name is the node's name.
+	Name string
 	// Namespace is the node's network namespace.
 	Namespace string
 	// Address is the node's address.
@@ -80,7 +85,7 @@ type step struct {
 // Ready: its network, its files, containerd, the kubelet. Everything it
 // changes on the host is undone by h.Close.
 func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, error) {
-	n := &Node{opts: opts, Namespace: "hs-" + opts.Name, Address: opts.Network.NodeAddress(opts.Index).String()}
+	n := &Node{opts: opts, Name: opts.Name, Namespace: "hs-" + opts.Name, Address: opts.Network.NodeAddress(opts.Index).String()}
 	steps := []step{
 		{"check the host", func(context.Context, *Host) error { return CheckHost(opts.BinDir, opts.CNIBinDir) }},
 		{"attach the network", func(_ context.Context, h *Host) error { return opts.Network.attach(h, opts.Index, n.Namespace) }},
@@ -105,7 +110,7 @@ func (n *Node) values() map[string]any {
 		"Name": n.opts.Name, "Dir": n.opts.Dir, "RunDir": n.opts.RunDir, "Address": n.Address,
 		"PodCIDR": n.opts.Network.PodCIDR(n.opts.Index).String(), "CgroupRoot": n.cgroupRoot(),
 		"SandboxImage": n.opts.SandboxImage, "CNIBinDir": n.opts.CNIBinDir, "Registries": n.opts.Registries,
-		"PodSubnets": n.opts.Network.PodSubnets.String(),
+		"PodSubnets": n.opts.Network.PodSubnets.String(), "ClusterDNS": n.opts.ClusterDNS,
 	}
 }
 

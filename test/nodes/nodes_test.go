@@ -18,15 +18,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/hack/images"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
-	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/internal/pods"
 	"github.com/hypershift-le/hypershift/test/nodes"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -55,6 +51,12 @@ func TestMain(m *testing.M) {
 // reaches a pod on the other at its address. Stopping leaves the host as
 // it was.
 func TestNodesRunOurImages(t *testing.T) {
+	// Other packages' tests may run real nodes meanwhile: one at a time.
+	lock, err := nodes.TakeLock(15 * time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release() })
 	before := nodes.Snapshot()
 	bin, err := testenv.BinaryAssetsDirectory()
 	if err != nil {
@@ -112,13 +114,8 @@ func TestNodesRunOurImages(t *testing.T) {
 		if id := pod.Status.ContainerStatuses[0].ImageID; !strings.HasSuffix(id, "@"+digests["hypershift"]) {
 			t.Errorf("imageID %s, want the pushed digest %s", id, digests["hypershift"])
 		}
-		clientset, err := kubernetes.NewForConfig(env.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log, err := clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
-		if err != nil || !strings.HasPrefix(string(log), "Client: ") {
-			t.Errorf("the container's log through the API server and the kubelet: %q (%v), want the CLI's version", log, err)
+		if log := pods.Log(t, env.Config, pod); !strings.HasPrefix(log, "Client: ") {
+			t.Errorf("the container's log through the API server and the kubelet: %q, want the CLI's version", log)
 		}
 	})
 	t.Run("a pod reaches a pod on another node", func(t *testing.T) {
@@ -166,7 +163,7 @@ func pushImages(t *testing.T) (testRegistry, map[string]string) {
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "github.com/hypershift-le/hypershift/hack/images/pause",
 		"github.com/hypershift-le/hypershift/cmd/hypershift", "github.com/hypershift-le/hypershift/hypershift-operator",
-		"github.com/hypershift-le/hypershift/control-plane-operator", "github.com/hypershift-le/hypershift/test/nodes/internal/echo")
+		"github.com/hypershift-le/hypershift/control-plane-operator", "github.com/hypershift-le/hypershift/test/internal/echo")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -220,39 +217,10 @@ func checkNode(t *testing.T, name, address, podCIDR string) {
 	}
 }
 
-// runPod runs a pod of image on node, restricted as the control plane's
-// pods are, and waits until it is in phase; it returns the pod.
+// runPod runs a pod of image on node and waits until it is in phase.
 func runPod(t *testing.T, ns, name, node, image string, command []string, phase corev1.PodPhase) *corev1.Pod {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
-		Spec: corev1.PodSpec{
-			NodeName:      node,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: name, Image: image, Command: command,
-				SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-			}},
-		},
-	}
-	if err := env.Client.Create(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	got := &corev1.Pod{}
-	testutil.Eventually(t, 90*time.Second, func() error {
-		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), got); err != nil {
-			return err
-		}
-		if got.Status.Phase == corev1.PodFailed && phase != corev1.PodFailed {
-			t.Fatalf("pod %s failed: %+v", name, got.Status.ContainerStatuses)
-		}
-		if got.Status.Phase != phase || (phase == corev1.PodRunning && got.Status.PodIP == "") {
-			return fmt.Errorf("pod %s: %s %+v", name, got.Status.Phase, got.Status.ContainerStatuses)
-		}
-		return nil
-	})
-	return got
+	return pods.Run(t, env.Client, pods.New(ns, name, node, image, command...), phase)
 }
 
 // bind binds the built-in ClusterRole role to subject (the API server
@@ -278,12 +246,7 @@ func kubeconfig(t *testing.T, server, user string, groups ...string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	data, err := clientcmd.Write(*kc)
+	data, err := nodes.Kubeconfig(server, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

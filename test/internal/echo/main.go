@@ -1,10 +1,13 @@
-// Command echo is what the nodes' tests run in pods to check the network:
-// `echo serve ADDRESS` answers every connection with "echo from HOSTNAME";
-// `echo connect ADDRESS` prints the answer of the server there, retrying
-// for up to 30 seconds, and fails when none came.
+// Command echo is what the real nodes' tests run in pods to check the
+// network and volumes: `echo serve ADDRESS` answers every connection with
+// "echo from HOSTNAME"; `echo connect ADDRESS` prints the answer of the
+// server there (ADDRESS may name a Service: the pod's DNS resolves it),
+// retrying for up to 30 seconds, and fails when none came; `echo append
+// FILE` appends "written by HOSTNAME" to FILE and prints what FILE holds.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS | echo append FILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -22,8 +25,10 @@ func main() {
 		serve(os.Args[2])
 	case "connect":
 		connect(os.Args[2])
+	case "append":
+		appendTo(os.Args[2])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS | echo append FILE")
 		os.Exit(2)
 	}
 }
@@ -64,4 +69,23 @@ func connect(address string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+func appendTo(path string) {
+	host, _ := os.Hostname()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "written by %s\n", host)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Print(string(data))
 }
