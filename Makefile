@@ -7,6 +7,7 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN        := $(abspath bin)
 TOOLS_MOD  := hack/tools
 TOOLS_DEPS := $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum $(wildcard $(TOOLS_MOD)/cmd/*/main.go)
+COREDNS_MOD := $(TOOLS_MOD)/coredns
 
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT         := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -61,8 +62,7 @@ build: ## Build hypershift, hypershift-operator and control-plane-operator into 
 IMG ?= quay.io/hypershift-le/hypershift:$(VERSION)
 
 .PHONY: image
-image: build testbin ## Build the images without a container engine into bin/images (an OCI layout): hypershift (the Dockerfile's image), etcd, hyperkube and pause.
-	CGO_ENABLED=0 go build -o $(BIN)/ ./hack/images/pause
+image: build testbin clusterbin ## Build the images without a container engine into bin/images (an OCI layout): hypershift (the Dockerfile's image), etcd, hyperkube and pause.
 	go run ./hack/images/cmd/build-images --bin $(BIN) --out $(BIN)/images --tag $(VERSION) --version $(VERSION) --revision $(COMMIT)
 
 .PHONY: docker-build
@@ -74,20 +74,33 @@ docker-build: ## Build the image IMG with the version and commit of this tree (n
 KEEP ?=
 KEEP_FLAG = $(if $(KEEP),--keep-state)
 
+# NODES is how many real nodes the local cluster runs (NODES=0: the node
+# agent instead, which runs pods as processes of this machine).
+NODES ?= 2
+
 .PHONY: run
-run: build testbin ## Start the whole system locally: a real cluster, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
-	KUBEBUILDER_ASSETS=$(BIN) go run -ldflags "$(LDFLAGS)" ./hack/devcluster --bin $(BIN) --state $(BIN)/dev $(KEEP_FLAG)
+run: nodepkgs build testbin clusterbin ## Start the whole system locally: a real cluster on NODES real nodes, the operators as pods, a demo HostedCluster (Ctrl-C stops it; starts clean unless KEEP=1).
+	KUBEBUILDER_ASSETS=$(BIN) go run -ldflags "$(LDFLAGS)" ./hack/devcluster --bin $(BIN) --state $(BIN)/dev --nodes $(NODES) $(KEEP_FLAG)
 
 .PHONY: stop
 stop: ## Stop what `make run` started; its state goes unless it runs with KEEP=1.
 	go run ./hack/devcluster --stop --state $(BIN)/dev $(KEEP_FLAG)
+
+.PHONY: clusterbin
+clusterbin: ## Build what the local cluster's nodes run besides the product and Kubernetes: the pause program and the local-path provisioner.
+	CGO_ENABLED=0 go build -o $(BIN)/ ./hack/images/pause ./test/localcluster/cmd/local-path-provisioner
 
 .PHONY: localbin
 localbin: ## Build what the end-to-end tests run besides the product: a test-only operator build.
 	CGO_ENABLED=0 go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
-testbin: $(TESTBIN) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet and kube-proxy from Go modules (skipped when built).
+testbin: $(TESTBIN) $(BIN)/coredns ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy and CoreDNS from Go modules (skipped when built).
+
+# CoreDNS, for the real nodes' cluster.local: a module of its own (see its go.mod).
+$(BIN)/coredns: $(COREDNS_MOD)/go.mod $(COREDNS_MOD)/go.sum $(COREDNS_MOD)/main.go
+	@echo "Building CoreDNS from Go modules (about 2 minutes the first time)..."
+	cd $(COREDNS_MOD) && CGO_ENABLED=0 go build -o $(BIN)/coredns .
 
 $(TESTBIN) &: $(TOOLS_DEPS)
 	@echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet and kube-proxy from Go modules (about 12 minutes the first time)..."
@@ -111,12 +124,13 @@ $(BIN)/controller-gen: $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum
 ##@ Development
 
 .PHONY: generate
-generate: $(BIN)/controller-gen ## Generate deepcopy code and CRDs (api/crds), and tidy both modules.
+generate: $(BIN)/controller-gen ## Generate deepcopy code and CRDs (api/crds), and tidy the modules.
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=./api/crds
 	go run ./hack/crdbounds api/crds/hypershift.openshift.io_*.yaml
 	go mod tidy
 	cd $(TOOLS_MOD) && go mod tidy
+	cd $(COREDNS_MOD) && go mod tidy
 
 .PHONY: fmt
 fmt: ## Format the code with gofmt.
@@ -127,6 +141,7 @@ vet: ## Run go vet, on the e2eunsafe build's files too.
 	go vet ./...
 	go vet -tags e2eunsafe ./hypershift-operator/...
 	cd $(TOOLS_MOD) && go vet ./...
+	cd $(COREDNS_MOD) && go vet ./...
 
 .PHONY: lint
 lint: ## Run golangci-lint with the committed configuration.
@@ -147,17 +162,17 @@ verify: generate ## Regenerate, check formatting, vet and lint, and fail if the 
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/e2e')
 
 .PHONY: test
-test: nodepkgs build testbin ## Run the unit and envtest integration tests against a real kube-apiserver and etcd (builds them when missing); no end-to-end stories.
+test: nodepkgs build testbin clusterbin ## Run the unit and envtest integration tests against a real kube-apiserver and etcd (builds them when missing); no end-to-end stories.
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
 	@go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS) >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS)
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build testbin localbin ## Run only the end-to-end stories on the local cluster.
+test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end stories on the local cluster.
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
 .PHONY: test-all
-test-all: nodepkgs build testbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).
+test-all: nodepkgs build testbin clusterbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
 	@go test $(GO_TEST_FLAGS) -run '^$$' ./... >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...

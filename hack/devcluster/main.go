@@ -38,13 +38,14 @@ func main() {
 	stateDir := flags.String("state", "bin/dev", "where the cluster keeps its state while it runs")
 	stop := flags.Bool("stop", false, "stop a running devcluster")
 	keep := flags.Bool("keep-state", false, "keep the cluster's state when it stops, and carry on from a kept state at start; with --stop, keep the state of a cluster that is not running")
+	nodeCount := flags.Int("nodes", 2, "how many real nodes run the pods (0: the node agent, which runs them as processes of this machine)")
 	_ = flags.Parse(os.Args[1:])
 	pidFile := filepath.Join(*stateDir, "devcluster.pid")
 	var err error
 	if *stop {
 		err = stopRunning(pidFile, *stateDir, *keep)
 	} else {
-		err = run(*binDir, *stateDir, pidFile, *keep)
+		err = run(*binDir, *stateDir, pidFile, *keep, *nodeCount)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devcluster: %v\n", err)
@@ -52,7 +53,7 @@ func main() {
 	}
 }
 
-func run(binDir, stateDir, pidFile string, keep bool) error {
+func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 	if pid, alive := running(pidFile); alive {
 		return fmt.Errorf("a local cluster is already running (pid %d): run `make stop` first", pid)
 	}
@@ -72,12 +73,17 @@ func run(binDir, stateDir, pidFile string, keep bool) error {
 		_, err := os.Stat(filepath.Join(stateDir, "control-plane"))
 		resumed = err == nil
 	}
-	if resumed {
-		fmt.Printf("Starting etcd, kube-apiserver, kube-controller-manager, the node agent and a registry from the state kept in %s...\n", stateDir)
-	} else {
-		fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager, the node agent and a registry...")
+	what := "etcd, kube-apiserver, kube-controller-manager, the node agent and a registry"
+	if nodeCount > 0 {
+		what = fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a registry, %d real nodes (kubelet, containerd, kube-proxy), CoreDNS and a local-path provisioner", nodeCount)
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, KeepState: keep, Log: logr.Discard()})
+	if resumed {
+		fmt.Printf("Starting %s from the state kept in %s...\n", what, stateDir)
+	} else {
+		fmt.Printf("Starting %s...\n", what)
+	}
+	started := time.Now()
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, KeepState: keep, Log: logr.Discard(), Nodes: nodeCount})
 	if err != nil {
 		return err
 	}
@@ -94,16 +100,26 @@ func run(binDir, stateDir, pidFile string, keep bool) error {
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return fmt.Errorf("failed to write %s: %w", pidFile, err)
 	}
+	for _, n := range c.Nodes {
+		fmt.Printf("Node %s is Ready at %s\n", n.Name, n.Address)
+	}
+	fmt.Printf("The management cluster runs (%s)\n", time.Since(started).Round(100*time.Millisecond))
 
-	if err := execute(ctx, install.NewCommand(), "--kubeconfig="+c.Kubeconfig,
-		"--hypershift-image="+c.Registry.Image("hypershift", "latest"), "--wait-until-available", "--timeout=3m"); err != nil {
+	installArgs := []string{"--kubeconfig=" + c.Kubeconfig,
+		"--hypershift-image=" + c.Registry.Image("hypershift", "latest"), "--wait-until-available", "--timeout=3m"}
+	if len(c.Nodes) > 0 {
+		// The operators read the payloads from the registry at an address
+		// of the nodes' network, over plain HTTP.
+		installArgs = append(installArgs, "--insecure-registries="+c.Registry.Host)
+	}
+	if err := execute(ctx, install.NewCommand(), installArgs...); err != nil {
 		return err
 	}
 	pullSecret := filepath.Join(stateDir, "pull-secret.json")
 	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
 		return err
 	}
-	if err := createDemo(ctx, c, pullSecret); err != nil {
+	if err := createDemo(ctx, c, pullSecret, nodeCount > 0); err != nil {
 		return err
 	}
 	hostedKubeconfig, server, err := writeDemoKubeconfig(ctx, c, stateDir)
@@ -113,7 +129,7 @@ func run(binDir, stateDir, pidFile string, keep bool) error {
 	fmt.Printf(`
 The local cluster runs, with HostedCluster clusters/demo Available: a real
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler, its API at
-%[6]s (a NodePort of 127.0.0.1).
+%[6]s (a NodePort%[8]s).
 Use the hosted cluster (its admin kubeconfig, as hypershift create kubeconfig prints it):
   bin/hypershift create kubeconfig --kubeconfig=%[1]s --name=demo --namespace=clusters > %[7]s
   kubectl --kubeconfig=%[7]s get namespaces
@@ -125,9 +141,10 @@ Watch the management cluster:
   kubectl -n clusters-demo get pods -o wide
 Upgrade it to the second payload (the control-plane-operator, then etcd, the kube-apiserver, the controllers):
   bin/hypershift update cluster demo --kubeconfig=%[1]s --release-image=%[2]s --wait
-Logs of every pod: %[3]s/node/logs   Audit log: %[4]s
+%[9]s   Audit log: %[4]s
 Press Ctrl-C (or run make stop) to stop it%[5]s.
-`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig)
+`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig,
+		nodePortOf(c), logsNote(c, stateDir))
 	<-ctx.Done()
 	return nil
 }
@@ -151,6 +168,20 @@ func running(pidFile string) (int, bool) {
 		return 0, false
 	}
 	return pid, syscall.Kill(pid, 0) == nil
+}
+
+func nodePortOf(c *localcluster.Cluster) string {
+	if len(c.Nodes) > 0 {
+		return " of a node"
+	}
+	return " of 127.0.0.1"
+}
+
+func logsNote(c *localcluster.Cluster, stateDir string) string {
+	if len(c.Nodes) > 0 {
+		return fmt.Sprintf("Logs of every pod: kubectl logs (through the kubelets)   The nodes' own: %s/nodes/<node>/*.log", stateDir)
+	}
+	return fmt.Sprintf("Logs of every pod: %s/node/logs", stateDir)
 }
 
 func stopNote(keep bool) string {

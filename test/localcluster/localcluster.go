@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hypershift-le/hypershift/test/nodeagent"
+	"github.com/hypershift-le/hypershift/test/nodes"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -78,6 +79,19 @@ type Options struct {
 	ImageBinaries map[string]string
 	// Log receives the node agent's log.
 	Log logr.Logger
+	// Nodes, when set, is how many real nodes run the pods instead of the
+	// node agent (package nodes): each a kubelet with containerd in a
+	// network namespace of its own, kube-proxy, pods on CNI, CoreDNS for
+	// cluster.local and a local-path provisioner, every image pulled from
+	// the registry. One set of real nodes runs on a machine at a time.
+	Nodes int
+	// WaitForNodes is how long Start waits for another cluster's real
+	// nodes to stop (none: it fails at once, naming that cluster's process).
+	WaitForNodes time.Duration
+	// NodesLock, when set, is the machine's lock on real nodes, taken by
+	// the caller (to look at the machine before and after), who releases
+	// it; otherwise Start takes it and Stop releases it.
+	NodesLock *nodes.Lock
 }
 
 // Cluster is a running local cluster.
@@ -85,11 +99,15 @@ type Cluster struct {
 	Env      *testenv.Env
 	Registry *Registry
 	Agent    *nodeagent.Agent
+	// Nodes are the real nodes, when Options.Nodes asks for them.
+	Nodes []*nodes.Node
 	// Kubeconfig is a cluster-admin kubeconfig file.
 	Kubeconfig string
 	opts       Options
 	stopAgent  context.CancelFunc
 	agentDone  chan error
+	host       *nodes.Host
+	ownLock    *nodes.Lock
 }
 
 // Start starts everything and returns once the node is registered.
@@ -107,14 +125,24 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("failed to create %s: %w", opts.StateDir, err)
 	}
-	env, err := testenv.Start(ctx, testenv.Options{
+	envOpts := testenv.Options{
 		AuditLog:                     true,
 		ControllerManager:            true,
 		ControllerManagerControllers: Controllers,
 		ServiceAccountAdmission:      true,
 		ServiceClusterIPRange:        cmp.Or(opts.ServiceClusterIPRange, ServiceClusterIPRange),
 		StateDir:                     filepath.Join(opts.StateDir, "control-plane"),
-	})
+	}
+	if opts.Nodes > 0 {
+		// The nodes and their pods reach the API server at the host's
+		// address on their network, through the kubernetes Service too.
+		host := nodes.DefaultNetwork.HostAddress().String()
+		envOpts.BindAddress, envOpts.AdvertiseAddress, envOpts.ServingIPs = "0.0.0.0", host, []string{host}
+		envOpts.ServiceClusterIPRange = nodes.ServiceRange
+		envOpts.ControllerManagerControllers = append(append([]string{}, Controllers...), NodeControllers...)
+		envOpts.KubeletClient, envOpts.Scheduler = true, true
+	}
+	env, err := testenv.Start(ctx, envOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +156,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if c.Registry, err = c.startRegistry(ctx); err != nil {
 		return fail(err)
+	}
+	if opts.Nodes > 0 {
+		if err := c.startNodes(ctx); err != nil {
+			return fail(err)
+		}
+		return c, nil
 	}
 	c.Agent, err = nodeagent.New(nodeagent.Config{
 		RESTConfig:       env.Config,
@@ -178,6 +212,12 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, errors.New("the node agent did not stop within 30s"))
 		}
 	}
+	if c.host != nil {
+		// Every process, mount, namespace, link and sysctl the nodes
+		// changed, by the record the host keeps.
+		errs = append(errs, c.host.Close())
+	}
+	errs = append(errs, c.ownLock.Release())
 	if c.Registry != nil {
 		errs = append(errs, c.Registry.Close())
 	}
@@ -199,7 +239,15 @@ func (c *Cluster) startRegistry(ctx context.Context) (*Registry, error) {
 	if raw, err := os.ReadFile(file); err == nil && c.opts.KeepState {
 		address = strings.TrimSpace(string(raw))
 	}
-	r, err := StartRegistry(ctx, address)
+	host, blobs := "", ""
+	if c.opts.Nodes > 0 {
+		// The nodes and their pods pull from it, and the operators read
+		// payloads from it, at the host's address on the nodes' network.
+		_, port, _ := strings.Cut(address, ":")
+		address, host = "0.0.0.0:"+port, nodes.DefaultNetwork.HostAddress().String()
+		blobs = filepath.Join(c.opts.StateDir, "registry")
+	}
+	r, err := StartRegistry(ctx, address, host, blobs)
 	if err != nil {
 		return nil, err
 	}

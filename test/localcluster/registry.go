@@ -3,7 +3,14 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/hypershift-le/hypershift/hack/images"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 )
 
@@ -11,10 +18,14 @@ import (
 var Versions = []string{"4.17.0", "4.17.1"}
 
 // Registry is the local cluster's registry: releasetest's registry (the
-// one the tests use) on 127.0.0.1, holding one payload per version.
+// one the tests use), holding one payload per version.
 type Registry struct {
-	// Host is host:port.
+	// Host is host:port: how images name it (127.0.0.1, or on real nodes
+	// the host's address on the nodes' network, which this machine, the
+	// nodes and their pods reach alike).
 	Host string
+	// pushHost is where this process pushes to: 127.0.0.1.
+	pushHost string
 	// Releases maps each version to its payload's pull spec.
 	Releases map[string]string
 	// tags maps the pull spec of every payload image to its tag in the
@@ -25,13 +36,24 @@ type Registry struct {
 
 // StartRegistry serves a registry on address (host:port; port 0 picks a
 // free one) and pushes a payload per version, whose images (hypershift,
-// etcd, hyperkube) the local cluster maps to binaries.
-func StartRegistry(ctx context.Context, address string) (*Registry, error) {
-	served, err := releasetest.Start(address)
+// etcd, hyperkube) the local cluster maps to binaries, or holds for real
+// when pushImages pushes them. Images name the registry at host (with the
+// port it listens on; 127.0.0.1 when empty). Blobs are kept in blobDir
+// when set.
+func StartRegistry(ctx context.Context, address, host, blobDir string) (*Registry, error) {
+	var opts []releasetest.Option
+	if blobDir != "" {
+		opts = append(opts, releasetest.WithBlobDir(blobDir))
+	}
+	served, err := releasetest.Start(address, opts...)
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{Host: served.Host(), Releases: map[string]string{}, tags: map[string]string{}, registry: served}
+	_, port, _ := net.SplitHostPort(served.Host())
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	r := &Registry{Host: net.JoinHostPort(host, port), pushHost: served.Host(), Releases: map[string]string{}, tags: map[string]string{}, registry: served}
 	for _, version := range Versions {
 		refs := map[string]string{}
 		for tag := range payloadImages {
@@ -48,6 +70,12 @@ func StartRegistry(ctx context.Context, address string) (*Registry, error) {
 	return r, nil
 }
 
+// Port is the registry's port.
+func (r *Registry) Port() string {
+	_, port, _ := net.SplitHostPort(r.Host)
+	return port
+}
+
 // Image returns the pull spec of repository:tag in this registry.
 func (r *Registry) Image(repository, tag string) string {
 	return r.Host + "/" + repository + ":" + tag
@@ -57,6 +85,43 @@ func (r *Registry) Image(repository, tag string) string {
 func (r *Registry) Tag(image string) (string, bool) {
 	tag, ok := r.tags[image]
 	return tag, ok
+}
+
+// payloadSpecs are the images the payloads name (each version's tags) and
+// the operators' image as hypershift:latest, by repository:tag.
+func payloadSpecs() map[string]images.Spec {
+	want := map[string]images.Spec{"hypershift:latest": images.Product}
+	for _, version := range Versions {
+		for tag, spec := range images.Payload {
+			want[tag+":"+version] = spec
+		}
+	}
+	return want
+}
+
+// Push builds images (repository:tag to spec) from the binaries in binDir
+// and pushes them; images of the same spec are built once.
+func (r *Registry) Push(ctx context.Context, binDir string, want map[string]images.Spec) error {
+	built := map[string]v1.Image{}
+	for ref, spec := range want {
+		key := fmt.Sprint(spec)
+		img, ok := built[key]
+		if !ok {
+			var err error
+			if img, err = images.Build(spec, binDir, nil); err != nil {
+				return fmt.Errorf("image %s: %w", ref, err)
+			}
+			built[key] = img
+		}
+		tag, err := name.NewTag(r.pushHost+"/"+ref, name.Insecure)
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+			return fmt.Errorf("failed to push %s: %w", tag, err)
+		}
+	}
+	return nil
 }
 
 // Close stops the registry.

@@ -1,0 +1,113 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"path/filepath"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/test/nodes"
+)
+
+// cniBinDir is where Debian's containernetworking-plugins are.
+const cniBinDir = "/usr/lib/cni"
+
+// NodeControllers are the controllers a cluster of real nodes runs beside
+// Controllers: Services get EndpointSlices (kube-proxy serves them),
+// DaemonSets run, pods of deleted nodes go, and a node that stops
+// reporting is marked so.
+var NodeControllers = []string{"endpointslice-controller", "daemonset-controller", "pod-garbage-collector-controller", "node-lifecycle-controller"}
+
+// nodeName is the name of node i.
+func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }
+
+// startNodes pushes the images the nodes run and brings Options.Nodes real
+// nodes up, each Ready, then the add-ons they serve the cluster with.
+func (c *Cluster) startNodes(ctx context.Context) error {
+	if err := nodes.CheckHost(c.opts.BinDir, cniBinDir); err != nil {
+		return err
+	}
+	want := payloadSpecs()
+	maps.Copy(want, addonImages)
+	if err := c.Registry.Push(ctx, c.opts.BinDir, want); err != nil {
+		return err
+	}
+	if c.opts.NodesLock == nil {
+		lock, err := nodes.TakeLock(c.opts.WaitForNodes)
+		if err != nil {
+			return err
+		}
+		c.ownLock = lock
+	}
+	c.host = &nodes.Host{}
+	network := nodes.DefaultNetwork
+	if err := network.Up(c.host); err != nil {
+		return err
+	}
+	if err := c.apply(ctx, nodeRoleBindings()...); err != nil {
+		return err
+	}
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(c.Env.Config.Host, "https://"))
+	if err != nil {
+		return fmt.Errorf("the API server's address %s: %w", c.Env.Config.Host, err)
+	}
+	server := "https://" + net.JoinHostPort(network.HostAddress().String(), port)
+	proxyUser, err := c.Env.AddUser("system:kube-proxy")
+	if err != nil {
+		return err
+	}
+	proxyKubeconfig, err := nodes.Kubeconfig(server, proxyUser)
+	if err != nil {
+		return err
+	}
+	registries := map[string]string{c.Registry.Host: "http://" + c.Registry.Host}
+	for i := range c.opts.Nodes {
+		name := nodeName(i)
+		user, err := c.Env.AddUser("system:node:"+name, "system:nodes")
+		if err != nil {
+			return err
+		}
+		kubeconfig, err := nodes.Kubeconfig(server, user)
+		if err != nil {
+			return err
+		}
+		node, err := nodes.Start(ctx, c.host, c.Env.Client, nodes.Options{
+			Name: name, Index: i, Network: network,
+			Dir: filepath.Join(c.opts.StateDir, "nodes", name), RunDir: fmt.Sprintf("/run/hsnode-%d", i),
+			BinDir: c.opts.BinDir, CNIBinDir: cniBinDir,
+			Kubeconfig: kubeconfig, ProxyKubeconfig: proxyKubeconfig, ClientCA: c.Env.Config.CAData,
+			SandboxImage: c.Registry.Image("pause", "latest"), Registries: registries, ClusterDNS: ClusterDNS,
+		})
+		if err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	if err := c.apply(ctx, c.addons()...); err != nil {
+		return err
+	}
+	return c.awaitAddons(ctx)
+}
+
+// nodeRoleBindings grant the nodes' kubelets and kube-proxies their
+// built-in roles (the API server authorizes with RBAC only).
+func nodeRoleBindings() []client.Object {
+	bind := func(role string, subject rbacv1.Subject) client.Object {
+		return &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: "localcluster:" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{subject},
+		}
+	}
+	return []client.Object{
+		bind("system:node", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:nodes"}),
+		bind("system:node-proxier", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:kube-proxy"}),
+	}
+}

@@ -1,0 +1,183 @@
+package localcluster
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/hack/images"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/internal/pods"
+	"github.com/hypershift-le/hypershift/test/nodes"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+// TestRealNodes starts the local cluster on two real nodes and checks what
+// their pods get from it: DNS names of Services through CoreDNS and
+// kube-proxy, a NodePort the host reaches at a node's address, and a
+// claim provisioned on the node of its first pod whose data outlives the
+// pod and goes with the claim. Stopping leaves the host as it was.
+func TestRealNodes(t *testing.T) {
+	lock, err := nodes.TakeLock(15 * time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release() })
+	before := nodes.Snapshot()
+	bin, err := testenv.BinaryAssetsDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	c, err := Start(t.Context(), Options{BinDir: bin, StateDir: filepath.Join(t.TempDir(), "state"), Nodes: 2, NodesLock: lock, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("two nodes, CoreDNS and the provisioners ready %s after the start", time.Since(started).Round(time.Millisecond))
+	t.Cleanup(func() {
+		stopping := time.Now()
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+		t.Logf("stopped in %s", time.Since(stopping).Round(time.Millisecond))
+		if diff := nodes.Snapshot().Diff(before); diff != "" {
+			t.Errorf("the host is not as it was before the cluster started:\n%s", diff)
+		}
+	})
+	echo := pushEcho(t, c)
+	ns := c.Env.Namespace(t)
+
+	server := pods.New(ns, "server", "node-1", echo, "/usr/bin/echo", "serve", ":8080")
+	server.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pods.Run(t, c.Env.Client, server, corev1.PodRunning)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "server"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}
+	if err := c.Env.Client.Create(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a pod reaches a Service by its DNS name", func(t *testing.T) {
+		client := pods.Run(t, c.Env.Client, pods.New(ns, "by-name", "node-0", echo, "/usr/bin/echo", "connect", "echo."+ns+".svc:80"), corev1.PodSucceeded)
+		if log := pods.Log(t, c.Env.Config, client); log != "echo from server\n" {
+			t.Errorf("the client read %q, want the server's answer", log)
+		}
+	})
+	t.Run("the host reaches a NodePort at a node's address", func(t *testing.T) {
+		address := net.JoinHostPort(c.Nodes[0].Address, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
+		testutil.Eventually(t, 30*time.Second, func() error {
+			conn, err := net.DialTimeout("tcp", address, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = conn.Close() }()
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			answer, err := io.ReadAll(conn)
+			if err != nil || string(answer) != "echo from server\n" {
+				return &unexpected{what: "answer", got: string(answer), err: err}
+			}
+			return nil
+		})
+	})
+	t.Run("a claim is provisioned on its pod's node and keeps its data until deleted", func(t *testing.T) {
+		claim := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		}
+		if err := c.Env.Client.Create(t.Context(), claim); err != nil {
+			t.Fatal(err)
+		}
+		writer := func(name string) *corev1.Pod {
+			pod := pods.New(ns, name, "", echo, "/usr/bin/echo", "append", "/data/log")
+			pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+			}}}
+			return pods.Run(t, c.Env.Client, pod, corev1.PodSucceeded)
+		}
+		first := writer("first")
+		if err := c.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(claim), claim); err != nil {
+			t.Fatal(err)
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := c.Env.Client.Get(t.Context(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+			t.Fatal(err)
+		}
+		pinned := ""
+		if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil && len(a.Required.NodeSelectorTerms) == 1 &&
+			len(a.Required.NodeSelectorTerms[0].MatchExpressions) == 1 && len(a.Required.NodeSelectorTerms[0].MatchExpressions[0].Values) == 1 {
+			pinned = a.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0]
+		}
+		if pv.Spec.Local == nil || pinned != first.Spec.NodeName || *claim.Spec.StorageClassName != LocalPathStorageClass {
+			t.Fatalf("volume %s: %+v, class %v; want a local one on %s from %s", pv.Name, pv.Spec, claim.Spec.StorageClassName, first.Spec.NodeName, LocalPathStorageClass)
+		}
+		if err := c.Env.Client.Delete(t.Context(), first); err != nil {
+			t.Fatal(err)
+		}
+		second := writer("second")
+		if log := pods.Log(t, c.Env.Config, second); log != "written by first\nwritten by second\n" {
+			t.Errorf("the second pod read %q, want both pods' lines", log)
+		}
+		if err := c.Env.Client.Delete(t.Context(), second); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Env.Client.Delete(t.Context(), claim); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 60*time.Second, func() error {
+			if err := c.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(pv), &corev1.PersistentVolume{}); err == nil {
+				return &unexpected{what: "volume " + pv.Name, got: "still there"}
+			}
+			if _, err := os.Stat(pv.Spec.Local.Path); !os.IsNotExist(err) {
+				return &unexpected{what: "directory " + pv.Spec.Local.Path, got: "still there", err: err}
+			}
+			return nil
+		})
+	})
+}
+
+type unexpected struct {
+	what, got string
+	err       error
+}
+
+func (u *unexpected) Error() string {
+	if u.err != nil {
+		return u.what + ": " + u.got + ": " + u.err.Error()
+	}
+	return u.what + ": " + u.got
+}
+
+// pushEcho builds the test's echo program and pushes its image; it returns
+// the image's pull spec.
+func pushEcho(t *testing.T, c *Cluster) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/hypershift-le/hypershift/test/internal/echo")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := c.Registry.Push(ctx, dir, map[string]images.Spec{"echo:test": {Programs: []string{"echo"}, Entrypoint: []string{"/usr/bin/echo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return c.Registry.Image("echo", "test")
+}
