@@ -1,7 +1,7 @@
 // Command coredns is CoreDNS, built from github.com/coredns/coredns at the
 // version this module pins, with only the plugins the local cluster's
-// Corefile uses (kubernetes for cluster.local, forward, cache and the
-// health endpoints), in CoreDNS's own order (plugin.cfg).
+// Corefile uses (kubernetes for cluster.local, cache, loadbalance, errors,
+// reload and the health endpoints), in CoreDNS's own order (plugin.cfg).
 package main
 
 import (
@@ -10,19 +10,17 @@ import (
 
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
-	_ "github.com/coredns/coredns/plugin/forward"
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/loadbalance"
 	_ "github.com/coredns/coredns/plugin/log"
-	_ "github.com/coredns/coredns/plugin/loop"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
 )
 
 func init() {
 	// The order in which a query passes the plugins, as plugin.cfg lists them.
-	dnsserver.Directives = []string{"reload", "ready", "health", "errors", "log", "loadbalance", "cache", "kubernetes", "loop", "forward"}
+	dnsserver.Directives = []string{"reload", "ready", "health", "errors", "log", "loadbalance", "cache", "kubernetes"}
 }
 
 func main() { coremain.Run() }
