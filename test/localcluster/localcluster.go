@@ -212,6 +212,12 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, errors.New("the node agent did not stop within 30s"))
 		}
 	}
+	// The control plane stops first, while the nodes and their pods are
+	// there to see their connections closed: a peer whose network is gone
+	// sends no reset, and the API server would wait for it.
+	if c.Env != nil {
+		errs = append(errs, c.Env.Stop())
+	}
 	if c.host != nil {
 		// Every process, mount, namespace, link and sysctl the nodes
 		// changed, by the record the host keeps.
@@ -220,9 +226,6 @@ func (c *Cluster) Stop() error {
 	errs = append(errs, c.ownLock.Release())
 	if c.Registry != nil {
 		errs = append(errs, c.Registry.Close())
-	}
-	if c.Env != nil {
-		errs = append(errs, c.Env.Stop())
 	}
 	if !c.opts.KeepState {
 		errs = append(errs, os.RemoveAll(c.opts.StateDir))

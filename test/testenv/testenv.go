@@ -206,6 +206,10 @@ func (e *Env) configureState(opts Options) error {
 	if opts.AdvertiseAddress != "" {
 		e.env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", opts.AdvertiseAddress)
 	}
+	// On stop, the API server ends its watches instead of waiting for
+	// their clients to (kubelets, pods of real nodes: up to its 60s
+	// shutdown timeout, past envtest's 20s).
+	e.env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "5s")
 	if opts.StateDir == "" && len(extraIPs) == 0 && !opts.KubeletClient {
 		return nil
 	}
