@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/hypershift-le/hypershift/hack/images"
+	"github.com/hypershift-le/hypershift/test/internal/pods"
 )
 
 const (
@@ -246,12 +247,12 @@ func (c *Cluster) addonsReady(ctx context.Context) error {
 func (c *Cluster) podProblems(ctx context.Context, namespaces ...string) string {
 	out := ""
 	for _, ns := range namespaces {
-		pods := &corev1.PodList{}
-		if err := c.Env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		list := &corev1.PodList{}
+		if err := c.Env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			continue
 		}
-		for _, pod := range pods.Items {
-			if podReady(&pod) {
+		for _, pod := range list.Items {
+			if pods.Ready(&pod) {
 				continue
 			}
 			out += fmt.Sprintf("\n  pod %s/%s on %q: %s", ns, pod.Name, pod.Spec.NodeName, pod.Status.Phase)
@@ -271,13 +272,4 @@ func (c *Cluster) podProblems(ctx context.Context, namespaces ...string) string 
 		}
 	}
 	return out
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"path/filepath"
-	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,11 +51,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := c.apply(ctx, nodeRoleBindings()...); err != nil {
 		return err
 	}
-	_, port, err := net.SplitHostPort(strings.TrimPrefix(c.Env.Config.Host, "https://"))
-	if err != nil {
-		return fmt.Errorf("the API server's address %s: %w", c.Env.Config.Host, err)
-	}
-	server := "https://" + net.JoinHostPort(network.HostAddress().String(), port)
+	server := "https://" + c.apiServerOnNodes()
 	proxyUser, err := c.Env.AddUser("system:kube-proxy")
 	if err != nil {
 		return err

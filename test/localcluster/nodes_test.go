@@ -31,12 +31,7 @@ import (
 // claim provisioned on the node of its first pod whose data outlives the
 // pod and goes with the claim. Stopping leaves the host as it was.
 func TestRealNodes(t *testing.T) {
-	lock, err := nodes.TakeLock(15 * time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lock.Release() })
-	before := nodes.Snapshot()
+	lock, before := nodes.LockForTest(t)
 	bin, err := testenv.BinaryAssetsDirectory()
 	if err != nil {
 		t.Fatal(err)

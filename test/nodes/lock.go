@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -58,4 +59,18 @@ func (l *Lock) Release() error {
 	err := l.f.Close() // closing lets go of the lock
 	l.f = nil
 	return err
+}
+
+// LockForTest takes the machine's lock for t, waiting for other packages'
+// tests (the end-to-end stories hold it for about 15 minutes), releases it
+// when t ends, and returns it with the machine's state taken under it, for
+// t to compare with the state once its nodes are stopped.
+func LockForTest(t testing.TB) (*Lock, State) {
+	t.Helper()
+	lock, err := TakeLock(25 * time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release() })
+	return lock, Snapshot()
 }

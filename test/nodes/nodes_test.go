@@ -51,13 +51,7 @@ func TestMain(m *testing.M) {
 // reaches a pod on the other at its address. Stopping leaves the host as
 // it was.
 func TestNodesRunOurImages(t *testing.T) {
-	// Other packages' tests may run real nodes meanwhile: one at a time.
-	lock, err := nodes.TakeLock(15 * time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lock.Release() })
-	before := nodes.Snapshot()
+	_, before := nodes.LockForTest(t)
 	bin, err := testenv.BinaryAssetsDirectory()
 	if err != nil {
 		t.Fatal(err)

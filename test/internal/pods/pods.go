@@ -74,3 +74,13 @@ func Log(t *testing.T, cfg *rest.Config, pod *corev1.Pod) string {
 	}
 	return string(log)
 }
+
+// Ready reports whether the pod's Ready condition is True.
+func Ready(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,113 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/test/nodes"
+)
+
+// What tests do to pods: find a container's process (to kill or freeze
+// it), read a container's log, and cut a pod's node off from the API
+// server. On real nodes through the nodes themselves; on the node agent
+// through the agent.
+
+// PodPID returns the host's process ID of a container of a pod while it
+// runs.
+func (c *Cluster) PodPID(ctx context.Context, namespace, name, container string) (int, bool) {
+	if c.Agent != nil {
+		return c.Agent.PodPID(namespace, name, container)
+	}
+	pod := &corev1.Pod{}
+	if err := c.Env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return 0, false
+	}
+	node := c.node(pod.Spec.NodeName)
+	if node == nil {
+		return 0, false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if id, ok := strings.CutPrefix(s.ContainerID, "containerd://"); ok && s.Name == container && s.State.Running != nil {
+			return node.ContainerPID(id)
+		}
+	}
+	return 0, false
+}
+
+// PodLog returns the log of a container of a pod: through the API server
+// and the kubelet on real nodes (as kubectl logs reads it), from the node
+// agent's file otherwise.
+func (c *Cluster) PodLog(ctx context.Context, namespace, name, container string) (string, error) {
+	if c.Agent != nil {
+		raw, err := os.ReadFile(c.PodLogPath(namespace, name, container))
+		return string(raw), err
+	}
+	clientset, err := kubernetes.NewForConfig(c.Env.Config)
+	if err != nil {
+		return "", err
+	}
+	raw, err := clientset.CoreV1().Pods(namespace).GetLogs(name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	return string(raw), err
+}
+
+// Partition cuts the pod namespace/name off from the API server, as a
+// network partition cuts a node off: from then on nothing the API says of
+// the pod (its deletion included) reaches what runs it, and it writes no
+// status for it, while its processes keep running. On real nodes, the
+// whole node of the pod is cut off (its kubelet and kube-proxy; the pods'
+// own traffic passes). It returns what ends the partition.
+func (c *Cluster) Partition(ctx context.Context, namespace, name string) (heal func() error, err error) {
+	if c.Agent != nil {
+		if !c.Agent.Partition(namespace, name) {
+			return nil, fmt.Errorf("the node agent runs no pod %s/%s", namespace, name)
+		}
+		return func() error { c.Agent.Heal(namespace, name); return nil }, nil
+	}
+	node, err := c.nodeOf(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	server := c.apiServerOnNodes()
+	if err := node.Partition(server); err != nil {
+		return nil, err
+	}
+	return func() error { return node.Heal(server) }, nil
+}
+
+func (c *Cluster) nodeOf(ctx context.Context, namespace, name string) (*nodes.Node, error) {
+	pod := &corev1.Pod{}
+	if err := c.Env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return nil, err
+	}
+	node := c.node(pod.Spec.NodeName)
+	if node == nil {
+		return nil, fmt.Errorf("pod %s/%s runs on no node of this cluster (%q)", namespace, name, pod.Spec.NodeName)
+	}
+	return node, nil
+}
+
+func (c *Cluster) node(name string) *nodes.Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// apiServerOnNodes is the API server's host:port as the nodes reach it.
+func (c *Cluster) apiServerOnNodes() string {
+	port := ""
+	if u, err := url.Parse(c.Env.Config.Host); err == nil {
+		port = u.Port()
+	}
+	return net.JoinHostPort(nodes.DefaultNetwork.HostAddress().String(), port)
+}
