@@ -36,7 +36,9 @@ kube_ldflags     = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/
 
 CONTAINER_TOOL ?= docker
 
-GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
+# A package's tests may wait for another's real nodes (one set at a time on a
+# machine: the end-to-end stories hold them for about 15 minutes).
+GO_TEST_FLAGS ?= -race -count=1 -timeout=45m
 
 ##@ General
 
@@ -168,7 +170,7 @@ test: nodepkgs build testbin clusterbin ## Run the unit and envtest integration 
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end stories on the local cluster.
+test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end stories on the local cluster, on two real nodes.
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
 .PHONY: test-all

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +31,7 @@ import (
 func installOperator(t *testing.T, image string, extra ...string) {
 	t.Helper()
 	execute(t, install.NewCommand(), append([]string{"--hypershift-image=" + image, "--wait-until-available", "--timeout=3m",
+		"--insecure-registries=" + lc.Registry.Host,
 		"--cpo-leader-elect-lease-duration=10s", "--cpo-leader-elect-renew-deadline=7s", "--cpo-leader-elect-retry-period=2s"}, extra...)...)
 }
 
@@ -200,8 +200,8 @@ func testUpgrade(t *testing.T) {
 		}
 	}
 	// Recreate: every pod is created only after every pod of another
-	// release created before it is gone.
-	created, removed := podLifetimes(t, ns)
+	// release created before it has ended (its containers stopped).
+	created, ended := podLifetimes(t, ns)
 	checked := 0
 	for newPod, createdAt := range created {
 		for oldPod, oldCreated := range created {
@@ -209,10 +209,10 @@ func testUpgrade(t *testing.T) {
 				continue
 			}
 			checked++
-			removedAt, gone := removed[oldPod]
-			if !gone || !removedAt.Before(createdAt) {
-				t.Errorf("Recreate: pod %s was created at %s while old pod %s was not gone yet (removed %v at %s)",
-					newPod, createdAt.Format(time.StampMicro), oldPod, gone, removedAt.Format(time.StampMicro))
+			endedAt, over := ended[oldPod]
+			if !over || !endedAt.Before(createdAt) {
+				t.Errorf("Recreate: pod %s was created at %s while old pod %s had not ended yet (ended %v at %s)",
+					newPod, createdAt.Format(time.StampMicro), oldPod, over, endedAt.Format(time.StampMicro))
 			}
 		}
 	}
@@ -276,7 +276,7 @@ func testFencing(t *testing.T) {
 	// a change both CPOs react to: only the rogue can act on it, and must
 	// be refused; once thawed, the holder repairs it.
 	holderPod := holder(t, ns)
-	pid, ok := lc.Agent.PodPID(ns, holderPod, "control-plane-operator")
+	pid, ok := lc.PodPID(t.Context(), ns, holderPod, "control-plane-operator")
 	if !ok {
 		t.Fatalf("no process for the holder %s", holderPod)
 	}
@@ -317,8 +317,7 @@ func testFencing(t *testing.T) {
 		t.Fatal("the rogue pod made no write at all: the check proves nothing")
 	}
 	t.Logf("the API server refused %d writes by the rogue pod, accepted %d", refused, accepted)
-	logFile := lc.PodLogPath(ns, rogue.Name, "control-plane-operator")
-	if raw, err := os.ReadFile(logFile); err != nil || !strings.Contains(string(raw), "Write refused by the API server: this pod does not hold the Lease") || !strings.Contains(string(raw), holderPod) {
+	if log, err := lc.PodLog(t.Context(), ns, rogue.Name, "control-plane-operator"); err != nil || !strings.Contains(log, "Write refused by the API server: this pod does not hold the Lease") || !strings.Contains(log, holderPod) {
 		t.Errorf("the rogue pod's log does not report the refusal with the holder %s (%v)", holderPod, err)
 	}
 	if err := lc.Env.Client.Delete(t.Context(), rogue); err != nil {
@@ -365,7 +364,7 @@ func testHighlyAvailable(t *testing.T) {
 		return nil
 	})
 
-	pid, ok := lc.Agent.PodPID(ns, leader, "control-plane-operator")
+	pid, ok := lc.PodPID(t.Context(), ns, leader, "control-plane-operator")
 	if !ok {
 		t.Fatalf("no process for pod %s", leader)
 	}
@@ -373,7 +372,7 @@ func testHighlyAvailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	// The node agent restarts the container in place, as a kubelet does: the
+	// The kubelet restarts the container in place: the
 	// new process has the same pod name, so it may take its own Lease back
 	// before the standby's wait runs out. Either way a live process must
 	// hold a renewed Lease within LeaseDuration + RetryPeriod.
@@ -385,7 +384,7 @@ func testHighlyAvailable(t *testing.T) {
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.After(killed) {
 			return fmt.Errorf("the Lease was not renewed since the kill: %+v", lease.Spec)
 		}
-		if newPID, ok := lc.Agent.PodPID(ns, *lease.Spec.HolderIdentity, "control-plane-operator"); !ok || newPID == pid {
+		if newPID, ok := lc.PodPID(t.Context(), ns, *lease.Spec.HolderIdentity, "control-plane-operator"); !ok || newPID == pid {
 			return fmt.Errorf("the holder %s has no new process", *lease.Spec.HolderIdentity)
 		}
 		return nil

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/hack/images"
 	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -32,10 +34,12 @@ const (
 	leaseDuration = 10 * time.Second
 	retryPeriod   = 2 * time.Second
 	margin        = 10 * time.Second
-	// UnsafeImage runs a build of the hypershift-operator that renders CPOs
-	// without election; nothing in the product can select it.
-	unsafeImage = "e2e.local/hypershift-unsafe:latest"
 )
+
+// unsafeImage is the image of a build of the hypershift-operator that
+// renders CPOs without election (nothing in the product can select it),
+// pushed to the local registry by run.
+var unsafeImage string
 
 var lc *localcluster.Cluster
 
@@ -56,16 +60,24 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	lc, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: bin, StateDir: state, Log: logr.Discard(), KeepState: os.Getenv("E2E_KEEP_STATE") != "",
-		// Addresses of their own, apart from `make run`'s and other test packages'.
+		// E2E_NODES=n: on n real nodes (another package's may run first:
+		// one set at a time); by default still on the node agent, in
+		// addresses of its own, apart from `make run`'s and other packages'.
+		Nodes: nodeCount(), WaitForNodes: 15 * time.Minute,
 		ServiceClusterIPRange: "127.202.0.0/16", AddressPrefix: netip.MustParsePrefix("127.5.0.0/16"),
-		ImageBinaries: map[string]string{unsafeImage: filepath.Join(bin, "e2e", "hypershift-operator-unsafe")},
 	})
+	if err == nil {
+		unsafeImage, err = pushUnsafeImage(ctx, bin)
+	}
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the local cluster did not start: %v\n", err)
+		if lc != nil {
+			_ = lc.Stop()
+		}
 		return 1
 	}
 	code := m.Run()
@@ -102,7 +114,8 @@ func tryExecute(t *testing.T, cmd *cobra.Command, args ...string) (string, error
 }
 
 // createCluster creates a HostedCluster with the CLI, its API published on a
-// NodePort of 127.0.0.1, and waits until its admin kubeconfig works.
+// NodePort of the node address the CLI picks, and waits until its admin
+// kubeconfig works.
 func createCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy) {
 	t.Helper()
 	runCreateCluster(t, name, policy, "--wait", "--timeout=6m")
@@ -115,19 +128,51 @@ func createClusterNoWait(t *testing.T, name string, policy hyperv1.AvailabilityP
 }
 
 // runCreateCluster runs hypershift create cluster none with the stories'
-// release, pull secret and published address, and extra flags.
+// release and pull secret, and extra flags.
 func runCreateCluster(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, extra ...string) {
 	t.Helper()
 	execute(t, cluster.NewCreateCommand(), createArgs(t, name, policy, extra...)...)
 }
 
 // createArgs are the arguments of hypershift create cluster none with the
-// stories' release, pull secret and published address, then extra flags
-// (a flag given again there wins).
+// stories' release and pull secret, then extra flags (a flag given again
+// there wins).
 func createArgs(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, extra ...string) []string {
 	return append([]string{"cluster", "none", "--name=" + name, "--namespace=clusters",
 		"--release-image=" + lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret=" + pullSecret(t, `{"auths":{}}`),
-		"--control-plane-availability-policy=" + string(policy), "--external-api-server-address=127.0.0.1"}, extra...)
+		"--control-plane-availability-policy=" + string(policy)}, extra...)
+}
+
+// nodeCount is E2E_NODES: how many real nodes the stories run on (0: the
+// node agent).
+func nodeCount() int {
+	n, err := strconv.Atoi(os.Getenv("E2E_NODES"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// pushUnsafeImage pushes the product's image with the hypershift-operator
+// of the e2eunsafe build (make localbin) and returns its pull spec.
+func pushUnsafeImage(ctx context.Context, bin string) (string, error) {
+	dir, err := os.MkdirTemp("", "e2e-unsafe-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	for name, from := range map[string]string{
+		"hypershift": filepath.Join(bin, "hypershift"), "control-plane-operator": filepath.Join(bin, "control-plane-operator"),
+		"hypershift-operator": filepath.Join(bin, "e2e", "hypershift-operator-unsafe"),
+	} {
+		if err := os.Symlink(from, filepath.Join(dir, name)); err != nil {
+			return "", err
+		}
+	}
+	if err := lc.Registry.Push(ctx, dir, map[string]images.Spec{"hypershift-unsafe:latest": images.Product}); err != nil {
+		return "", fmt.Errorf("the e2eunsafe image (make localbin builds it): %w", err)
+	}
+	return lc.Registry.Image("hypershift-unsafe", "latest"), nil
 }
 
 // pullSecret writes a pull secret file with content and returns its path.
@@ -238,29 +283,39 @@ func auditEvents(t *testing.T) []auditv1.Event {
 }
 
 // podLifetimes returns, from the audit log, when each pod in ns was created
-// and when it was finally removed.
-func podLifetimes(t *testing.T, ns string) (created, removed map[string]time.Time) {
+// and when it ended: reported terminated (phase Failed or Succeeded, which
+// a kubelet reports once every container has stopped, and what a
+// Deployment's Recreate waits for) or removed, whichever came first.
+func podLifetimes(t *testing.T, ns string) (created, ended map[string]time.Time) {
 	t.Helper()
-	created, removed = map[string]time.Time{}, map[string]time.Time{}
+	created, ended = map[string]time.Time{}, map[string]time.Time{}
+	end := func(name string, at time.Time) {
+		if was, ok := ended[name]; !ok || at.Before(was) {
+			ended[name] = at
+		}
+	}
 	for _, e := range auditEvents(t) {
-		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns || e.ObjectRef.Subresource != "" || !auditlog.Succeeded(e) {
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns || !auditlog.Succeeded(e) {
 			continue
 		}
-		switch e.Verb {
-		case "create":
-			if e.ResponseObject == nil {
-				continue
+		var pod struct {
+			Metadata struct{ Name string }           `json:"metadata"`
+			Status   struct{ Phase corev1.PodPhase } `json:"status"`
+		}
+		switch {
+		case e.ObjectRef.Subresource == "status" && e.ResponseObject != nil:
+			if err := json.Unmarshal(e.ResponseObject.Raw, &pod); err == nil && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) {
+				end(e.ObjectRef.Name, e.StageTimestamp.Time)
 			}
-			var pod struct {
-				Metadata struct{ Name string } `json:"metadata"`
-			}
+		case e.ObjectRef.Subresource != "":
+		case e.Verb == "create" && e.ResponseObject != nil:
 			if err := json.Unmarshal(e.ResponseObject.Raw, &pod); err == nil && pod.Metadata.Name != "" {
 				created[pod.Metadata.Name] = e.RequestReceivedTimestamp.Time
 			}
-		case "delete":
-			// The last delete is the node agent's, once the processes are gone.
-			removed[e.ObjectRef.Name] = e.StageTimestamp.Time
+		case e.Verb == "delete":
+			// The last delete is the kubelet's, once the containers are gone.
+			end(e.ObjectRef.Name, e.StageTimestamp.Time)
 		}
 	}
-	return created, removed
+	return created, ended
 }

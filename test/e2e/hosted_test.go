@@ -177,7 +177,7 @@ func testHostedAPI(t *testing.T) {
 
 	p := h.probe(t)
 	leader := holder(t, ns)
-	pid, ok := lc.Agent.PodPID(ns, leader, "control-plane-operator")
+	pid, ok := lc.PodPID(t.Context(), ns, leader, "control-plane-operator")
 	if !ok {
 		t.Fatalf("no process for the CPO leader %s", leader)
 	}
@@ -185,7 +185,7 @@ func testHostedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 2*time.Minute, func() error {
-		if newPID, ok := lc.Agent.PodPID(ns, leader, "control-plane-operator"); !ok || newPID == pid || holder(t, ns) != leader {
+		if newPID, ok := lc.PodPID(t.Context(), ns, leader, "control-plane-operator"); !ok || newPID == pid || holder(t, ns) != leader {
 			return fmt.Errorf("the killed CPO is not back as the holder yet (holder %q)", holder(t, ns))
 		}
 		return nil
@@ -253,10 +253,10 @@ func claimsOf(t *testing.T, ns string) map[string]string {
 	volumes := map[string]string{}
 	for _, c := range claims.Items {
 		pv := &corev1.PersistentVolume{}
-		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: c.Spec.VolumeName}, pv); err != nil || pv.Spec.HostPath == nil {
-			t.Fatalf("the volume of claim %s: %v", c.Name, err)
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: c.Spec.VolumeName}, pv); err != nil || pv.Spec.Local == nil {
+			t.Fatalf("the volume of claim %s: %v (want a local volume)", c.Name, err)
 		}
-		volumes[pv.Name] = pv.Spec.HostPath.Path
+		volumes[pv.Name] = pv.Spec.Local.Path
 	}
 	return volumes
 }

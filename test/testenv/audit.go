@@ -13,7 +13,8 @@ import (
 
 // auditPolicy records every request at Metadata level once its response is
 // complete: who did what to which object, and the status code; pod
-// creations also keep the created pod.
+// creations also keep the created pod, and pod status writes the status
+// (the phase a kubelet reports).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -22,6 +23,10 @@ rules:
 - level: RequestResponse
   verbs: ["create"]
   resources: [{group: "", resources: ["pods"]}]
+# Pod status writes keep their response, which shows the phase.
+- level: RequestResponse
+  verbs: ["patch", "update"]
+  resources: [{group: "", resources: ["pods/status"]}]
 - level: Metadata
 `
 
