@@ -37,9 +37,12 @@ const (
 )
 
 // unsafeImage is the image of a build of the hypershift-operator that
-// renders CPOs without election (nothing in the product can select it),
-// pushed to the local registry by run.
+// renders CPOs without election (nothing in the product can select it):
+// on real nodes pushed to the local registry by run, on the node agent
+// agentUnsafeImage, which the agent maps to the binary.
 var unsafeImage string
+
+const agentUnsafeImage = "e2e.local/hypershift-unsafe:latest"
 
 var lc *localcluster.Cluster
 
@@ -68,8 +71,10 @@ func run(m *testing.M) int {
 		// addresses of its own, apart from `make run`'s and other packages'.
 		Nodes: nodeCount(), WaitForNodes: 15 * time.Minute,
 		ServiceClusterIPRange: "127.202.0.0/16", AddressPrefix: netip.MustParsePrefix("127.5.0.0/16"),
+		ImageBinaries: map[string]string{agentUnsafeImage: filepath.Join(bin, "e2e", "hypershift-operator-unsafe")},
 	})
-	if err == nil {
+	unsafeImage = agentUnsafeImage
+	if err == nil && len(lc.Nodes) > 0 {
 		unsafeImage, err = pushUnsafeImage(ctx, bin)
 	}
 	cancel()

@@ -253,10 +253,17 @@ func claimsOf(t *testing.T, ns string) map[string]string {
 	volumes := map[string]string{}
 	for _, c := range claims.Items {
 		pv := &corev1.PersistentVolume{}
-		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: c.Spec.VolumeName}, pv); err != nil || pv.Spec.Local == nil {
-			t.Fatalf("the volume of claim %s: %v (want a local volume)", c.Name, err)
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: c.Spec.VolumeName}, pv); err != nil {
+			t.Fatalf("the volume of claim %s: %v", c.Name, err)
 		}
-		volumes[pv.Name] = pv.Spec.Local.Path
+		switch {
+		case pv.Spec.Local != nil: // real nodes' provisioner
+			volumes[pv.Name] = pv.Spec.Local.Path
+		case pv.Spec.HostPath != nil: // the node agent's
+			volumes[pv.Name] = pv.Spec.HostPath.Path
+		default:
+			t.Fatalf("the volume of claim %s is neither local nor a host path: %+v", c.Name, pv.Spec.PersistentVolumeSource)
+		}
 	}
 	return volumes
 }
