@@ -13,14 +13,12 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/hypershift-le/hypershift/hack/images"
+	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/test/internal/pods"
 )
 
@@ -186,23 +184,14 @@ func clusterRoleBinding(name, namespace, serviceAccount string) *rbacv1.ClusterR
 	}
 }
 
-// apply applies objects with server-side apply, as this cluster's own.
+// apply applies objects with server-side apply, as this cluster's own
+// (support/apply: no request for an object already as desired, which a
+// kept state's restart finds).
 func (c *Cluster) apply(ctx context.Context, objects ...client.Object) error {
+	applier := apply.Applier{Client: c.Env.Client, FieldOwner: fieldOwner}
 	for _, obj := range objects {
-		gvk, err := apiutil.GVKForObject(obj, c.Env.Scheme)
-		if err != nil {
-			return err
-		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(gvk)
-		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-		unstructured.RemoveNestedField(u.Object, "status")
-		if err := c.Env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+		if _, err := applier.Apply(ctx, obj); err != nil {
+			return fmt.Errorf("failed to apply %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 		}
 	}
 	return nil
