@@ -62,15 +62,22 @@ func (l *Lock) Release() error {
 }
 
 // LockForTest takes the machine's lock for t, waiting for other packages'
-// tests (the end-to-end stories hold it for about 15 minutes), releases it
-// when t ends, and returns it with the machine's state taken under it, for
-// t to compare with the state once its nodes are stopped.
-func LockForTest(t testing.TB) (*Lock, State) {
+// tests (the end-to-end stories hold it for about 15 minutes), and returns
+// it. When t ends, after the cleanups t registers later (its nodes' stop),
+// it checks that the machine is as it found it under the lock, then
+// releases the lock.
+func LockForTest(t testing.TB) *Lock {
 	t.Helper()
 	lock, err := TakeLock(25 * time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lock.Release() })
-	return lock, Snapshot()
+	before := Snapshot()
+	t.Cleanup(func() {
+		if diff := Snapshot().Diff(before); diff != "" {
+			t.Errorf("the machine is not as it was before the nodes started:\n%s", diff)
+		}
+	})
+	return lock
 }
