@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,44 @@ func TestRealNodes(t *testing.T) {
 			return nil
 		})
 	})
+	t.Run("a partitioned node hears nothing from the API server until healed", func(t *testing.T) {
+		pod := pods.New(ns, "cut-off", "node-0", echo, "/usr/bin/echo", "serve", ":8080")
+		pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		pods.Run(t, c.Env.Client, pod, corev1.PodRunning)
+		pid, ok := c.PodPID(t.Context(), ns, pod.Name, pod.Spec.Containers[0].Name)
+		if !ok {
+			t.Fatal("no process for the pod")
+		}
+		heal, err := c.Partition(t.Context(), ns, pod.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		healed := false
+		defer func() {
+			if !healed {
+				_ = heal()
+			}
+		}()
+		if err := c.Env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		// Without the partition the kubelet stops a deleted pod's
+		// containers within a second or two.
+		time.Sleep(10 * time.Second)
+		if !alive(pid) {
+			t.Fatal("the partitioned node's kubelet learned of the deletion: its container is gone")
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		healed = true
+		testutil.Eventually(t, time.Minute, func() error {
+			if alive(pid) {
+				return &unexpected{what: "process of the deleted pod", got: "still running after the heal"}
+			}
+			return nil
+		})
+	})
 	t.Run("a claim is provisioned on its pod's node and keeps its data until deleted", func(t *testing.T) {
 		claim := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
@@ -142,6 +181,16 @@ func TestRealNodes(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// alive reports whether process pid runs (a zombie does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }
 
 type unexpected struct {

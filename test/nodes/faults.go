@@ -35,23 +35,33 @@ func (n *Node) ContainerPID(id string) (int, bool) {
 
 // Partition cuts the node's own processes (the kubelet, kube-proxy) off
 // from server (host:port), as a network partition cuts a node off its
-// control plane: their packets to it are dropped, while what its pods send
-// (forwarded, not the node's own) still passes. The rule lives in the
-// node's network namespace and goes with it.
+// control plane: their packets to it and its packets to them are dropped
+// (both ways: a watch's events would still arrive over a connection whose
+// outgoing packets alone are dropped), while what its pods send and
+// receive (forwarded, not the node's own) still passes. The rules live in
+// the node's network namespace and go with it.
 func (n *Node) Partition(server string) error {
-	return n.partitionRule("-I", server)
+	return n.partitionRules("-I", server)
 }
 
 // Heal ends a Partition.
 func (n *Node) Heal(server string) error {
-	return n.partitionRule("-D", server)
+	return n.partitionRules("-D", server)
 }
 
-func (n *Node) partitionRule(op, server string) error {
+func (n *Node) partitionRules(op, server string) error {
 	host, port, ok := strings.Cut(server, ":")
 	if !ok {
 		return fmt.Errorf("server %q is not host:port", server)
 	}
-	return run("nsenter", "--net=/run/netns/"+n.Namespace, "--", "iptables", "-w", op, "OUTPUT",
-		"-d", host, "-p", "tcp", "--dport", port, "-j", "DROP", "-m", "comment", "--comment", "partitioned by a test")
+	for _, rule := range [][]string{
+		{"OUTPUT", "-d", host, "-p", "tcp", "--dport", port},
+		{"INPUT", "-s", host, "-p", "tcp", "--sport", port},
+	} {
+		args := append([]string{"--net=/run/netns/" + n.Namespace, "--", "iptables", "-w", op}, rule...)
+		if err := run("nsenter", append(args, "-j", "DROP", "-m", "comment", "--comment", "partitioned by a test")...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
