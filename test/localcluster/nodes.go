@@ -2,9 +2,11 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +63,10 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		return err
 	}
 	registries := map[string]string{c.Registry.Host: "http://" + c.Registry.Host}
+	// The nodes come up side by side, as a cloud's machines do.
+	started := make([]*nodes.Node, c.opts.Nodes)
+	errs := make([]error, c.opts.Nodes)
+	var wg sync.WaitGroup
 	for i := range c.opts.Nodes {
 		name := nodeName(i)
 		user, err := c.Env.AddUser("system:node:"+name, "system:nodes")
@@ -71,17 +77,24 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		node, err := nodes.Start(ctx, c.host, c.Env.Client, nodes.Options{
-			Name: name, Index: i, Network: network,
-			Dir: filepath.Join(c.opts.StateDir, "nodes", name), RunDir: fmt.Sprintf("/run/hsnode-%d", i),
-			BinDir: c.opts.BinDir, CNIBinDir: cniBinDir,
-			Kubeconfig: kubeconfig, ProxyKubeconfig: proxyKubeconfig, ClientCA: c.Env.Config.CAData,
-			SandboxImage: c.Registry.Image("pause", "latest"), Registries: registries, ClusterDNS: ClusterDNS,
+		wg.Go(func() {
+			started[i], errs[i] = nodes.Start(ctx, c.host, c.Env.Client, nodes.Options{
+				Name: name, Index: i, Network: network,
+				Dir: filepath.Join(c.opts.StateDir, "nodes", name), RunDir: fmt.Sprintf("/run/hsnode-%d", i),
+				BinDir: c.opts.BinDir, CNIBinDir: cniBinDir,
+				Kubeconfig: kubeconfig, ProxyKubeconfig: proxyKubeconfig, ClientCA: c.Env.Config.CAData,
+				SandboxImage: c.Registry.Image("pause", "latest"), Registries: registries, ClusterDNS: ClusterDNS,
+			})
 		})
-		if err != nil {
-			return err
+	}
+	wg.Wait()
+	for _, n := range started {
+		if n != nil {
+			c.Nodes = append(c.Nodes, n)
 		}
-		c.Nodes = append(c.Nodes, node)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if err := c.apply(ctx, c.addons()...); err != nil {
 		return err

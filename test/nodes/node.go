@@ -73,6 +73,9 @@ type Node struct {
 	Namespace string
 	// Address is the node's address.
 	Address string
+	// Started is when its first process (containerd) was started, Ready
+	// when the API server first showed it Ready.
+	Started, Ready time.Time
 }
 
 // step is one named step of bringing a node up.
@@ -90,7 +93,7 @@ func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, 
 		{"check the host", func(context.Context, *Host) error { return CheckHost(opts.BinDir, opts.CNIBinDir) }},
 		{"attach the network", func(_ context.Context, h *Host) error { return opts.Network.attach(h, opts.Index, n.Namespace) }},
 		{"write the configuration", n.writeFiles},
-		{"start containerd", n.startContainerd},
+		{"start containerd", func(ctx context.Context, h *Host) error { n.Started = time.Now(); return n.startContainerd(ctx, h) }},
 		{"start the kubelet", n.startKubelet},
 		{"give the Node its pod subnet", func(ctx context.Context, _ *Host) error { return n.setPodCIDR(ctx, c) }},
 		{"start kube-proxy", n.startKubeProxy},
@@ -101,6 +104,7 @@ func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, 
 			return nil, fmt.Errorf("node %s: failed to %s: %w", opts.Name, s.name, err)
 		}
 	}
+	n.Ready = time.Now()
 	return n, nil
 }
 
