@@ -76,8 +76,7 @@ docker-build: ## Build the image IMG with the version and commit of this tree (n
 KEEP ?=
 KEEP_FLAG = $(if $(KEEP),--keep-state)
 
-# NODES is how many real nodes the local cluster runs (NODES=0: the node
-# agent instead, which runs pods as processes of this machine).
+# NODES is how many real nodes the local cluster runs (at least 1).
 NODES ?= 2
 
 .PHONY: run

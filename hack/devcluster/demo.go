@@ -24,10 +24,9 @@ import (
 var demoKey = client.ObjectKey{Namespace: "clusters", Name: "demo"}
 
 // createDemo creates the demo HostedCluster, its API published on a
-// NodePort (of a node's address, as the CLI picks it, on real nodes; of
-// 127.0.0.1 on the node agent), and waits until its admin kubeconfig
-// works; a HostedCluster kept from an earlier run is only waited for.
-func createDemo(ctx context.Context, c *localcluster.Cluster, pullSecret string, realNodes bool) error {
+// NodePort of a node's address, as the CLI picks it, and waits until its
+// admin kubeconfig works; a HostedCluster kept from an earlier run is only waited for.
+func createDemo(ctx context.Context, c *localcluster.Cluster, pullSecret string) error {
 	hc := &hyperv1.HostedCluster{}
 	err := c.Env.Client.Get(ctx, demoKey, hc)
 	if apierrors.IsNotFound(err) {
@@ -35,9 +34,6 @@ func createDemo(ctx context.Context, c *localcluster.Cluster, pullSecret string,
 		args := []string{"cluster", "none", "--kubeconfig=" + c.Kubeconfig,
 			"--name=" + demoKey.Name, "--namespace=" + demoKey.Namespace, "--release-image=" + release, "--pull-secret=" + pullSecret,
 			"--wait", "--timeout=8m"}
-		if !realNodes {
-			args = append(args, "--external-api-server-address=127.0.0.1")
-		}
 		return execute(ctx, cluster.NewCreateCommand(), args...)
 	}
 	if err != nil {

@@ -1,9 +1,10 @@
 // Command devcluster runs the whole system on this machine in the
-// foreground: the local cluster (real etcd, kube-apiserver and
-// kube-controller-manager, a node agent that runs pods as processes, a
-// registry with two release payloads), the hypershift-operator installed by
-// `hypershift install`, and a demo HostedCluster, published on a NodePort of
-// 127.0.0.1, that it waits to serve its API; it writes the demo's admin
+// foreground: the local cluster (real etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, real nodes with kubelet,
+// containerd and kube-proxy, CoreDNS, a local-path provisioner, a registry
+// with two release payloads and every image), the hypershift-operator
+// installed by `hypershift install`, and a demo HostedCluster, published on
+// a NodePort of a node, that it waits to serve its API; it writes the demo's admin
 // kubeconfig into the state directory and prints how to use it. It is what `make run` starts; Ctrl-C or `make stop` stops it
 // and removes its state, unless it runs with --keep-state (`make run
 // KEEP=1`): then its state stays when it stops, and the next run with
@@ -23,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/hypershift-le/hypershift/cmd/install"
@@ -38,8 +38,12 @@ func main() {
 	stateDir := flags.String("state", "bin/dev", "where the cluster keeps its state while it runs")
 	stop := flags.Bool("stop", false, "stop a running devcluster")
 	keep := flags.Bool("keep-state", false, "keep the cluster's state when it stops, and carry on from a kept state at start; with --stop, keep the state of a cluster that is not running")
-	nodeCount := flags.Int("nodes", 2, "how many real nodes run the pods (0: the node agent, which runs them as processes of this machine)")
+	nodeCount := flags.Int("nodes", 2, "how many real nodes run the pods (at least 1)")
 	_ = flags.Parse(os.Args[1:])
+	if *nodeCount < 1 {
+		fmt.Fprintf(os.Stderr, "devcluster: --nodes=%d: the local cluster needs at least one node (make run NODES=n, n >= 1)\n", *nodeCount)
+		os.Exit(2)
+	}
 	pidFile := filepath.Join(*stateDir, "devcluster.pid")
 	var err error
 	if *stop {
@@ -73,17 +77,14 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 		_, err := os.Stat(filepath.Join(stateDir, "control-plane"))
 		resumed = err == nil
 	}
-	what := "etcd, kube-apiserver, kube-controller-manager, the node agent and a registry"
-	if nodeCount > 0 {
-		what = fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a registry, %d real nodes (kubelet, containerd, kube-proxy), CoreDNS and a local-path provisioner", nodeCount)
-	}
+	what := fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a registry, %d real nodes (kubelet, containerd, kube-proxy), CoreDNS and a local-path provisioner", nodeCount)
 	if resumed {
 		fmt.Printf("Starting %s from the state kept in %s...\n", what, stateDir)
 	} else {
 		fmt.Printf("Starting %s...\n", what)
 	}
 	started := time.Now()
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, KeepState: keep, Log: logr.Discard(), Nodes: nodeCount})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StateDir: stateDir, KeepState: keep, Nodes: nodeCount})
 	if err != nil {
 		return err
 	}
@@ -106,12 +107,10 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 	fmt.Printf("The management cluster runs (%s)\n", time.Since(started).Round(100*time.Millisecond))
 
 	installArgs := []string{"--kubeconfig=" + c.Kubeconfig,
-		"--hypershift-image=" + c.Registry.Image("hypershift", "latest"), "--wait-until-available", "--timeout=3m"}
-	if len(c.Nodes) > 0 {
+		"--hypershift-image=" + c.Registry.Image("hypershift", "latest"), "--wait-until-available", "--timeout=3m",
 		// The operators read the payloads from the registry at an address
 		// of the nodes' network, over plain HTTP.
-		installArgs = append(installArgs, "--insecure-registries="+c.Registry.Host)
-	}
+		"--insecure-registries=" + c.Registry.Host}
 	if err := execute(ctx, install.NewCommand(), installArgs...); err != nil {
 		return err
 	}
@@ -119,7 +118,7 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
 		return err
 	}
-	if err := createDemo(ctx, c, pullSecret, nodeCount > 0); err != nil {
+	if err := createDemo(ctx, c, pullSecret); err != nil {
 		return err
 	}
 	hostedKubeconfig, server, err := writeDemoKubeconfig(ctx, c, stateDir)
@@ -129,7 +128,7 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 	fmt.Printf(`
 The local cluster runs, with HostedCluster clusters/demo Available: a real
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler, its API at
-%[6]s (a NodePort%[8]s).
+%[6]s (a NodePort of a node).
 Use the hosted cluster (its admin kubeconfig, as hypershift create kubeconfig prints it):
   bin/hypershift create kubeconfig --kubeconfig=%[1]s --name=demo --namespace=clusters > %[7]s
   kubectl --kubeconfig=%[7]s get namespaces
@@ -141,10 +140,10 @@ Watch the management cluster:
   kubectl -n clusters-demo get pods -o wide
 Upgrade it to the second payload (the control-plane-operator, then etcd, the kube-apiserver, the controllers):
   bin/hypershift update cluster demo --kubeconfig=%[1]s --release-image=%[2]s --wait
-%[9]s   Audit log: %[4]s
+Logs of every pod: kubectl logs (through the kubelets)   The nodes' own: %[3]s/nodes/<node>/*.log
+Audit log: %[4]s
 Press Ctrl-C (or run make stop) to stop it%[5]s.
-`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig,
-		nodePortOf(c), logsNote(c, stateDir))
+`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig)
 	<-ctx.Done()
 	return nil
 }
@@ -168,20 +167,6 @@ func running(pidFile string) (int, bool) {
 		return 0, false
 	}
 	return pid, syscall.Kill(pid, 0) == nil
-}
-
-func nodePortOf(c *localcluster.Cluster) string {
-	if len(c.Nodes) > 0 {
-		return " of a node"
-	}
-	return " of 127.0.0.1"
-}
-
-func logsNote(c *localcluster.Cluster, stateDir string) string {
-	if len(c.Nodes) > 0 {
-		return fmt.Sprintf("Logs of every pod: kubectl logs (through the kubelets)   The nodes' own: %s/nodes/<node>/*.log", stateDir)
-	}
-	return fmt.Sprintf("Logs of every pod: %s/node/logs", stateDir)
 }
 
 func stopNote(keep bool) string {

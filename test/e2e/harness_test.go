@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,12 +36,9 @@ const (
 )
 
 // unsafeImage is the image of a build of the hypershift-operator that
-// renders CPOs without election (nothing in the product can select it):
-// on real nodes pushed to the local registry by run, on the node agent
-// agentUnsafeImage, which the agent maps to the binary.
+// renders CPOs without election (nothing in the product can select it),
+// pushed to the local registry by run.
 var unsafeImage string
-
-const agentUnsafeImage = "e2e.local/hypershift-unsafe:latest"
 
 var lc *localcluster.Cluster
 
@@ -65,16 +61,12 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	lc, err = localcluster.Start(ctx, localcluster.Options{
-		BinDir: bin, StateDir: state, Log: logr.Discard(), KeepState: os.Getenv("E2E_KEEP_STATE") != "",
-		// E2E_NODES=n: on n real nodes (another package's may run first:
-		// one set at a time); by default still on the node agent, in
-		// addresses of its own, apart from `make run`'s and other packages'.
+		BinDir: bin, StateDir: state, KeepState: os.Getenv("E2E_KEEP_STATE") != "",
+		// Real nodes (another package's may run first: one set at a
+		// time); E2E_NODES=n for another count.
 		Nodes: nodeCount(), WaitForNodes: 15 * time.Minute,
-		ServiceClusterIPRange: "127.202.0.0/16", AddressPrefix: netip.MustParsePrefix("127.5.0.0/16"),
-		ImageBinaries: map[string]string{agentUnsafeImage: filepath.Join(bin, "e2e", "hypershift-operator-unsafe")},
 	})
-	unsafeImage = agentUnsafeImage
-	if err == nil && len(lc.Nodes) > 0 {
+	if err == nil {
 		unsafeImage, err = pushUnsafeImage(ctx, bin)
 	}
 	cancel()
@@ -148,12 +140,12 @@ func createArgs(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, ex
 		"--control-plane-availability-policy=" + string(policy)}, extra...)
 }
 
-// nodeCount is E2E_NODES: how many real nodes the stories run on (0: the
-// node agent).
+// nodeCount is E2E_NODES: how many real nodes the stories run on (2 when
+// unset).
 func nodeCount() int {
 	n, err := strconv.Atoi(os.Getenv("E2E_NODES"))
-	if err != nil || n < 0 {
-		return 0
+	if err != nil || n < 1 {
+		return 2
 	}
 	return n
 }

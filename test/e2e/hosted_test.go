@@ -256,14 +256,10 @@ func claimsOf(t *testing.T, ns string) map[string]string {
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: c.Spec.VolumeName}, pv); err != nil {
 			t.Fatalf("the volume of claim %s: %v", c.Name, err)
 		}
-		switch {
-		case pv.Spec.Local != nil: // real nodes' provisioner
-			volumes[pv.Name] = pv.Spec.Local.Path
-		case pv.Spec.HostPath != nil: // the node agent's
-			volumes[pv.Name] = pv.Spec.HostPath.Path
-		default:
-			t.Fatalf("the volume of claim %s is neither local nor a host path: %+v", c.Name, pv.Spec.PersistentVolumeSource)
+		if pv.Spec.Local == nil {
+			t.Fatalf("the volume of claim %s is not a local one of the nodes' provisioner: %+v", c.Name, pv.Spec.PersistentVolumeSource)
 		}
+		volumes[pv.Name] = pv.Spec.Local.Path
 	}
 	return volumes
 }

@@ -201,18 +201,15 @@ func testManagementOutage(t *testing.T) {
 	// cluster may mark its nodes unreachable and their pods not ready, as
 	// any cluster would. Availability is judged once the nodes and the
 	// control planes' pods are ready again.
-	nodesBack, bound := back, 10*time.Second
-	if len(lc.Nodes) > 0 {
-		nodesBack, bound = awaitNodesAndPodsReady(t, clusters, back), 20*time.Second
-	}
+	nodesBack, bound := awaitNodesAndPodsReady(t, clusters, back), 20*time.Second
 	if took := nodesBack.Sub(back); took > time.Second {
 		t.Logf("the management cluster's nodes and pods were ready again %s after the API server answered", took.Round(time.Millisecond))
 	}
 	// The status written before the freeze still says Available=True: a
 	// cluster counts as back once it is Available on a live Lease and its
-	// hosted API answers, which on real nodes also waits for the nodes'
+	// hosted API answers, which also waits for the nodes'
 	// kube-proxies, cut off as long, to serve the Services' endpoints again
-	// (measured: about 10s): 20s there, 10s on the node agent.
+	// (measured: about 10s): 20s.
 	for _, name := range clusters {
 		testutil.Eventually(t, bound-time.Since(nodesBack)+time.Second, func() error {
 			if c := available(t, name); c == nil || c.Status != metav1.ConditionTrue {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,15 +16,11 @@ import (
 
 // What tests do to pods: find a container's process (to kill or freeze
 // it), read a container's log, and cut a pod's node off from the API
-// server. On real nodes through the nodes themselves; on the node agent
-// through the agent.
+// server, through the nodes themselves.
 
 // PodPID returns the host's process ID of a container of a pod while it
 // runs.
 func (c *Cluster) PodPID(ctx context.Context, namespace, name, container string) (int, bool) {
-	if c.Agent != nil {
-		return c.Agent.PodPID(namespace, name, container)
-	}
 	pod := &corev1.Pod{}
 	if err := c.Env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
 		return 0, false
@@ -42,14 +37,9 @@ func (c *Cluster) PodPID(ctx context.Context, namespace, name, container string)
 	return 0, false
 }
 
-// PodLog returns the log of a container of a pod: through the API server
-// and the kubelet on real nodes (as kubectl logs reads it), from the node
-// agent's file otherwise.
+// PodLog returns the log of a container of a pod through the API server
+// and the kubelet, as kubectl logs reads it.
 func (c *Cluster) PodLog(ctx context.Context, namespace, name, container string) (string, error) {
-	if c.Agent != nil {
-		raw, err := os.ReadFile(c.PodLogPath(namespace, name, container))
-		return string(raw), err
-	}
 	clientset, err := kubernetes.NewForConfig(c.Env.Config)
 	if err != nil {
 		return "", err
@@ -61,16 +51,10 @@ func (c *Cluster) PodLog(ctx context.Context, namespace, name, container string)
 // Partition cuts the pod namespace/name off from the API server, as a
 // network partition cuts a node off: from then on nothing the API says of
 // the pod (its deletion included) reaches what runs it, and it writes no
-// status for it, while its processes keep running. On real nodes, the
-// whole node of the pod is cut off (its kubelet and kube-proxy; the pods'
-// own traffic passes). It returns what ends the partition.
+// status for it, while its processes keep running: the whole node of the
+// pod is cut off (its kubelet and kube-proxy; the pods' own traffic
+// passes). It returns what ends the partition.
 func (c *Cluster) Partition(ctx context.Context, namespace, name string) (heal func() error, err error) {
-	if c.Agent != nil {
-		if !c.Agent.Partition(namespace, name) {
-			return nil, fmt.Errorf("the node agent runs no pod %s/%s", namespace, name)
-		}
-		return func() error { c.Agent.Heal(namespace, name); return nil }, nil
-	}
 	node, err := c.nodeOf(ctx, namespace, name)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +37,7 @@ func TestRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	c, err := Start(t.Context(), Options{BinDir: bin, StateDir: filepath.Join(t.TempDir(), "state"), Nodes: 2, NodesLock: lock, Log: logr.Discard()})
+	c, err := Start(t.Context(), Options{BinDir: bin, StateDir: filepath.Join(t.TempDir(), "state"), Nodes: 2, NodesLock: lock})
 	if err != nil {
 		t.Fatal(err)
 	}

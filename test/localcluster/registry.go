@@ -28,18 +28,14 @@ type Registry struct {
 	pushHost string
 	// Releases maps each version to its payload's pull spec.
 	Releases map[string]string
-	// tags maps the pull spec of every payload image to its tag in the
-	// payload (image-references).
-	tags     map[string]string
 	registry *releasetest.Registry
 }
 
 // StartRegistry serves a registry on address (host:port; port 0 picks a
-// free one) and pushes a payload per version, whose images (hypershift,
-// etcd, hyperkube) the local cluster maps to binaries, or holds for real
-// when pushImages pushes them. Images name the registry at host (with the
-// port it listens on; 127.0.0.1 when empty). Blobs are kept in blobDir
-// when set.
+// free one) and pushes a payload per version, whose image references
+// (hypershift, etcd, hyperkube) Push fills. Images name the registry at
+// host (with the port it listens on; 127.0.0.1 when empty). Blobs are
+// kept in blobDir when set.
 func StartRegistry(ctx context.Context, address, host, blobDir string) (*Registry, error) {
 	var opts []releasetest.Option
 	if blobDir != "" {
@@ -53,15 +49,12 @@ func StartRegistry(ctx context.Context, address, host, blobDir string) (*Registr
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	r := &Registry{Host: net.JoinHostPort(host, port), pushHost: served.Host(), Releases: map[string]string{}, tags: map[string]string{}, registry: served}
+	r := &Registry{Host: net.JoinHostPort(host, port), pushHost: served.Host(), Releases: map[string]string{}, registry: served}
 	for _, version := range Versions {
 		refs := map[string]string{}
-		for tag := range payloadImages {
+		for tag := range images.Payload {
 			refs[tag] = r.Image(tag, version)
-			r.tags[refs[tag]] = tag
 		}
-		// The operators' own image is tagged latest too.
-		r.tags[r.Image("hypershift", "latest")] = "hypershift"
 		if _, _, err := served.PushReleaseContext(ctx, "ocp-release:"+version, version, refs); err != nil {
 			return nil, errors.Join(err, r.Close())
 		}
@@ -79,12 +72,6 @@ func (r *Registry) Port() string {
 // Image returns the pull spec of repository:tag in this registry.
 func (r *Registry) Image(repository, tag string) string {
 	return r.Host + "/" + repository + ":" + tag
-}
-
-// Tag returns the payload tag of an image pull spec of this registry.
-func (r *Registry) Tag(image string) (string, bool) {
-	tag, ok := r.tags[image]
-	return tag, ok
 }
 
 // payloadSpecs are the images the payloads name (each version's tags) and
