@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/hypershift-le/hypershift/cmd/install"
@@ -38,12 +36,11 @@ func start(ctx context.Context) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	startCtx, cancel := context.WithTimeout(ctx, 35*time.Minute) // waiting for other real nodes included
 	defer cancel()
 	lc, err := localcluster.Start(startCtx, localcluster.Options{
-		BinDir: filepath.Join(root, "bin"), StateDir: state, Log: logr.Discard(),
-		// Addresses of their own, apart from `make run`'s and the tests'.
-		ServiceClusterIPRange: "127.204.0.0/16", AddressPrefix: netip.MustParsePrefix("127.7.0.0/16"),
+		BinDir: filepath.Join(root, "bin"), StateDir: state,
+		Nodes: *nodeCount, WaitForNodes: 30 * time.Minute,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the local cluster did not start: %w", err)
@@ -54,7 +51,7 @@ func start(ctx context.Context) (*bench, error) {
 		return nil, errors.Join(err, b.stop())
 	}
 	if _, err := b.execute(ctx, install.NewCommand(), "--hypershift-image="+lc.Registry.Image("hypershift", "latest"),
-		"--wait-until-available", "--timeout=3m"); err != nil {
+		"--insecure-registries="+lc.Registry.Host, "--wait-until-available", "--timeout=3m"); err != nil {
 		return nil, errors.Join(err, b.stop())
 	}
 	return b, nil

@@ -20,13 +20,12 @@ import (
 const namespace = "clusters"
 
 // create creates the HostedCluster name with the CLI, its API published
-// on a NodePort of 127.0.0.1, and returns when the create request was
-// sent.
+// on a NodePort of a node (the CLI's default), and returns when the
+// create request was sent.
 func (b *bench) create(ctx context.Context, name string) (time.Time, error) {
 	created := time.Now()
 	_, err := b.execute(ctx, cluster.NewCreateCommand(), "cluster", "none", "--name="+name, "--namespace="+namespace,
-		"--release-image="+b.lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+b.pullSecret,
-		"--external-api-server-address=127.0.0.1")
+		"--release-image="+b.lc.Registry.Releases[localcluster.Versions[0]], "--pull-secret="+b.pullSecret)
 	return created, err
 }
 

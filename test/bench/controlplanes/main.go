@@ -1,22 +1,26 @@
 // Command controlplanes measures what a HostedCluster costs and how soon it
-// serves, on the local cluster (test/localcluster): real etcd,
-// kube-apiserver, kube-controller-manager and kube-scheduler processes for
-// every hosted control plane, run by the real hypershift-operator and
-// control-plane-operators as pods of the local node.
+// serves, on the local cluster (test/localcluster) and its real nodes:
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler pods
+// for every hosted control plane, run by the real hypershift-operator and
+// control-plane-operators, all in containers the nodes' kubelets run.
 //
-// It installs the hypershift-operator with `hypershift install`, then:
+// It first reads how soon the nodes came up (process start to Ready, each
+// and all) and times a pod from create to running, alone on one node and
+// one per node at once (section nodes of docs/benchmarks.md). Then it
+// installs the hypershift-operator with `hypershift install`, and:
 //
 //   - creates -sequential HostedClusters (5 by default) one at a time, each
 //     destroyed once measured, and -concurrent (10) at once, each published
-//     on a NodePort of 127.0.0.1 as `hypershift create cluster none` does;
+//     on a NodePort of a node as `hypershift create cluster none` does;
 //     for each, it times from the create request to the first successful
 //     list of the hosted cluster's namespaces (what `kubectl get ns` sends)
 //     with the admin kubeconfig from the HostedCluster's
 //     status.kubeconfig, polling every -poll;
-//   - once the concurrent ones all serve, the resident memory (VmRSS) of
-//     each hosted control plane: the sum over its pods' processes
-//     (control-plane-operator, etcd, kube-apiserver,
-//     kube-controller-manager, kube-scheduler);
+//   - once the concurrent ones all serve, the memory of each hosted
+//     control plane, summed over its containers (control-plane-operator,
+//     etcd, kube-apiserver, kube-controller-manager, kube-scheduler), by
+//     two methods at once: the working set its kubelet reports (summary
+//     API) and the resident memory (VmRSS) of each container's process;
 //   - the control-plane-operators' writes per minute once converged, from
 //     the management API server's audit log, over -quiet after every
 //     cluster serves and -settle more (their Lease renewals counted apart):
@@ -58,6 +62,7 @@ var (
 	poll        = flag.Duration("poll", 500*time.Millisecond, "How often to try the hosted API while waiting for it.")
 	writeReport = flag.Bool("report", true, "Write the results into docs/benchmarks.md.")
 	timeout     = flag.Duration("timeout", time.Hour, "Give up, stopping everything, after this long.")
+	nodeCount   = flag.Int("nodes", 2, "How many real nodes the local cluster runs.")
 )
 
 func main() { os.Exit(run()) }
@@ -81,6 +86,11 @@ func run() int {
 		}
 	}()
 	started := time.Now()
+	startup, err := b.measureNodes(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
 	res, err := b.measure(ctx)
 	took := time.Since(started)
 	if err != nil {
@@ -91,12 +101,18 @@ func run() int {
 	}
 	markdown := res.markdown()
 	if !*writeReport {
-		fmt.Printf("\n%s\n", markdown)
+		fmt.Printf("\n%s\n%s\n", startup.markdown(), markdown)
 		return exitCode(err)
 	}
 	path, perr := report.File()
 	if perr != nil {
 		fmt.Fprintln(os.Stderr, perr)
+		return 1
+	}
+	nodesBody := fmt.Sprintf("## Real nodes: start-up and pods\n\nCommand: `%s`. Machine: %s.\n\n%s",
+		report.CommandLine("make bench-controlplanes", "./test/bench/controlplanes"), b.machine, startup.markdown())
+	if err := report.UpdateSection(path, "nodes", nodesBody); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to write %s: %v\n", path, err)
 		return 1
 	}
 	body := fmt.Sprintf("## Hosted control planes: time to a working API, memory, writes\n\nCommand: `%s` (took %s). Machine: %s.\n\n%s",

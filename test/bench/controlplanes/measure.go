@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +20,8 @@ type results struct {
 	sequential, concurrent []time.Duration
 	// concurrentAll is from the first create to the last cluster serving.
 	concurrentAll time.Duration
-	// memory is each concurrent control plane's resident memory, in
-	// bytes, by component (the app label of its pods).
-	memory []map[string]int64
+	// memory is each concurrent control plane's memory by component.
+	memory []memory
 	// writes are the control-plane-operators' writes in the quiet window,
 	// leases the Lease writes among them, over quietFor.
 	writes, leases int
@@ -74,23 +71,6 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 	return res, err
 }
 
-// memoryOnceRunning is memory, tried again for up to a minute while a
-// container has no process (it is being restarted).
-func (b *bench) memoryOnceRunning(ctx context.Context, ns string) (map[string]int64, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		m, err := b.memory(ctx, ns)
-		if err == nil || !errors.Is(err, errNoProcess) || time.Now().After(deadline) {
-			return m, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-}
-
 // restarts counts the container restarts in the concurrent clusters'
 // control-plane namespaces by component (the app label), with up to five
 // examples of the last termination's reason.
@@ -119,9 +99,6 @@ func (b *bench) restarts(ctx context.Context, names []string) (map[string]int32,
 	return out, samples
 }
 
-// errNoProcess is returned by memory for a container without a process.
-var errNoProcess = errors.New("no process")
-
 // createAtOnce creates the concurrent clusters together and times each.
 func (b *bench) createAtOnce(ctx context.Context, res *results) ([]string, error) {
 	names := make([]string, *concurrent)
@@ -145,45 +122,6 @@ func (b *bench) createAtOnce(ctx context.Context, res *results) ([]string, error
 	res.clusters = len(names)
 	fmt.Printf("%d clusters created at once all serve after %s\n", len(names), res.concurrentAll.Round(10*time.Millisecond))
 	return names, errors.Join(errs...)
-}
-
-// memory sums the resident memory of the processes of every pod in ns,
-// by the pods' app label.
-func (b *bench) memory(ctx context.Context, ns string) (map[string]int64, error) {
-	pods := &corev1.PodList{}
-	if err := b.lc.Env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, pod := range pods.Items {
-		for _, c := range pod.Spec.Containers {
-			pid, ok := b.lc.Agent.PodPID(ns, pod.Name, c.Name)
-			if !ok {
-				return nil, fmt.Errorf("%w for %s/%s %s", errNoProcess, ns, pod.Name, c.Name)
-			}
-			rss, err := residentMemory(pid)
-			if err != nil {
-				return nil, err
-			}
-			out[pod.Labels["app"]] += rss
-		}
-	}
-	return out, nil
-}
-
-// residentMemory is a process's VmRSS, in bytes.
-func residentMemory(pid int) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
 // countWrites counts, from the audit log, the successful writes of every
