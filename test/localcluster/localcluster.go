@@ -80,6 +80,9 @@ type Cluster struct {
 	opts       Options
 	host       *nodes.Host
 	ownLock    *nodes.Lock
+	// stopApprover ends the approval of the kubelets' serving
+	// certificates.
+	stopApprover context.CancelFunc
 }
 
 // Start starts everything and returns once every node is Ready and the
@@ -112,7 +115,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		BindAddress:                  "0.0.0.0",
 		AdvertiseAddress:             host,
 		ServingIPs:                   []string{host},
-		KubeletClient:                true,
+		NodeCertificates:             true,
 		Scheduler:                    true,
 	}
 	env, err := testenv.Start(ctx, envOpts)
@@ -141,6 +144,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 // state unless asked to keep it.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.stopApprover != nil {
+		c.stopApprover()
+	}
 	// The control plane stops first, while the nodes and their pods are
 	// there to see their connections closed: a peer whose network is gone
 	// sends no reset, and the API server would wait for it.

@@ -50,10 +50,21 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := network.Up(c.host); err != nil {
 		return err
 	}
-	if err := c.apply(ctx, nodeRoleBindings()...); err != nil {
+	if err := c.apply(ctx, append(nodeRoleBindings(), bootstrapRoleBindings()...)...); err != nil {
 		return err
 	}
 	server := "https://" + c.apiServerOnNodes()
+	token, err := c.newBootstrapToken(ctx, server)
+	if err != nil {
+		return err
+	}
+	bootstrapKubeconfig, err := nodes.Kubeconfig(server, token)
+	if err != nil {
+		return err
+	}
+	approverCtx, stopApprover := context.WithCancel(context.Background())
+	c.stopApprover = stopApprover
+	go c.approveServing(approverCtx)
 	proxyUser, err := c.Env.AddUser("system:kube-proxy")
 	if err != nil {
 		return err
@@ -69,20 +80,12 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i := range c.opts.Nodes {
 		name := nodeName(i)
-		user, err := c.Env.AddUser("system:node:"+name, "system:nodes")
-		if err != nil {
-			return err
-		}
-		kubeconfig, err := nodes.Kubeconfig(server, user)
-		if err != nil {
-			return err
-		}
 		wg.Go(func() {
 			started[i], errs[i] = nodes.Start(ctx, c.host, c.Env.Client, nodes.Options{
 				Name: name, Index: i, Network: network,
 				Dir: filepath.Join(c.opts.StateDir, "nodes", name), RunDir: fmt.Sprintf("/run/hsnode-%d", i),
 				BinDir: c.opts.BinDir, CNIBinDir: cniBinDir,
-				Kubeconfig: kubeconfig, ProxyKubeconfig: proxyKubeconfig, ClientCA: c.Env.Config.CAData,
+				BootstrapKubeconfig: bootstrapKubeconfig, ProxyKubeconfig: proxyKubeconfig, ClientCA: c.Env.Config.CAData,
 				SandboxImage: c.Registry.Image("pause", "latest"), Registries: registries, ClusterDNS: ClusterDNS,
 			})
 		})
@@ -105,16 +108,18 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 // nodeRoleBindings grant the nodes' kubelets and kube-proxies their
 // built-in roles (the API server authorizes with RBAC only).
 func nodeRoleBindings() []client.Object {
-	bind := func(role string, subject rbacv1.Subject) client.Object {
-		return &rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: "localcluster:" + role},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{subject},
-		}
-	}
 	return []client.Object{
-		bind("system:node", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:nodes"}),
-		bind("system:node-proxier", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:kube-proxy"}),
+		bindClusterRole("system:node", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:nodes"}),
+		bindClusterRole("system:node-proxier", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:kube-proxy"}),
+	}
+}
+
+// bindClusterRole binds the ClusterRole role to subject.
+func bindClusterRole(role string, subject rbacv1.Subject) client.Object {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "localcluster:" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{subject},
 	}
 }

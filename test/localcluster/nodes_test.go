@@ -86,6 +86,16 @@ func TestRealNodes(t *testing.T) {
 			return nil
 		})
 	})
+	t.Run("kubelets joined by bootstrap token serve with certificates of the cluster's CA", func(t *testing.T) {
+		checkNodeCertificates(t, c)
+		exec, port := execAndPortForward(t, c, server)
+		if exec != "written by server\n" {
+			t.Errorf("exec in the server pod printed %q, want its line", exec)
+		}
+		if port != "echo from server\n" {
+			t.Errorf("a port forwarded to the server pod answered %q, want its answer", port)
+		}
+	})
 	t.Run("a partitioned node hears nothing from the API server until healed", func(t *testing.T) {
 		pod := pods.New(ns, "cut-off", "node-0", echo, "/usr/bin/echo", "serve", ":8080")
 		pod.Spec.RestartPolicy = corev1.RestartPolicyAlways

@@ -50,6 +50,13 @@ type Options struct {
 	// Kubeconfig is the kubelet's kubeconfig: the API server at an address
 	// the node reaches, and the node's client certificate.
 	Kubeconfig []byte
+	// BootstrapKubeconfig, instead of Kubeconfig, makes the kubelet join by
+	// TLS bootstrap, as kubeadm's nodes do: with the bootstrap token it
+	// holds, the kubelet asks for its client certificate (a
+	// CertificateSigningRequest the cluster approves and signs) and writes
+	// its own kubeconfig; it also asks for its serving certificate, and
+	// rotates both. The API server can then verify the kubelet it reaches.
+	BootstrapKubeconfig []byte
 	// ProxyKubeconfig is kube-proxy's kubeconfig.
 	ProxyKubeconfig []byte
 	// ClientCA verifies the clients of the kubelet's API (the API server).
@@ -115,6 +122,7 @@ func (n *Node) values() map[string]any {
 		"PodCIDR": n.opts.Network.PodCIDR(n.opts.Index).String(), "CgroupRoot": n.cgroupRoot(),
 		"SandboxImage": n.opts.SandboxImage, "CNIBinDir": n.opts.CNIBinDir, "Registries": n.opts.Registries,
 		"PodSubnets": n.opts.Network.PodSubnets.String(), "ClusterDNS": n.opts.ClusterDNS,
+		"Bootstrap": n.opts.BootstrapKubeconfig != nil,
 	}
 }
 
@@ -142,7 +150,11 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 			return err
 		}
 	}
-	if err := writeFile(filepath.Join(n.opts.Dir, "kubeconfig"), n.opts.Kubeconfig); err != nil {
+	if n.opts.BootstrapKubeconfig != nil {
+		if err := writeFile(filepath.Join(n.opts.Dir, "bootstrap.kubeconfig"), n.opts.BootstrapKubeconfig); err != nil {
+			return err
+		}
+	} else if err := writeFile(filepath.Join(n.opts.Dir, "kubeconfig"), n.opts.Kubeconfig); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(n.opts.Dir, "kube-proxy.kubeconfig"), n.opts.ProxyKubeconfig); err != nil {
@@ -192,14 +204,18 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 	if err := h.Cgroup(n.cgroupRoot()); err != nil {
 		return err
 	}
-	cmd := n.inNetwork(filepath.Join(n.opts.BinDir, "kubelet"),
-		"--config="+filepath.Join(n.opts.Dir, "kubelet.yaml"),
-		"--kubeconfig="+filepath.Join(n.opts.Dir, "kubeconfig"),
-		"--root-dir="+filepath.Join(n.opts.Dir, "kubelet"),
-		"--cert-dir="+filepath.Join(n.opts.Dir, "pki"),
-		"--hostname-override="+n.opts.Name,
-		"--node-ip="+n.Address,
-	)
+	args := []string{
+		"--config=" + filepath.Join(n.opts.Dir, "kubelet.yaml"),
+		"--kubeconfig=" + filepath.Join(n.opts.Dir, "kubeconfig"),
+		"--root-dir=" + filepath.Join(n.opts.Dir, "kubelet"),
+		"--cert-dir=" + filepath.Join(n.opts.Dir, "pki"),
+		"--hostname-override=" + n.opts.Name,
+		"--node-ip=" + n.Address,
+	}
+	if n.opts.BootstrapKubeconfig != nil {
+		args = append(args, "--bootstrap-kubeconfig="+filepath.Join(n.opts.Dir, "bootstrap.kubeconfig"))
+	}
+	cmd := n.inNetwork(filepath.Join(n.opts.BinDir, "kubelet"), args...)
 	if err := logTo(cmd, filepath.Join(n.opts.Dir, "kubelet.log")); err != nil {
 		return err
 	}

@@ -47,8 +47,10 @@ func useOwnCertificates(env *envtest.Environment, dir string, extraIPs []string)
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.CertDir = dir
-	// envtest keeps the certificates it finds and trusts this CA.
+	// envtest keeps the certificates it finds and trusts this CA; its
+	// clients' certificates are the CA's too.
 	apiServer.CA = ca.CertPEM()
+	apiServer.SecureServing.Authn = &caAuthn{ca: ca}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,13 @@ import (
 // the test control plane runs when asked: namespace deletion and garbage
 // collection, so that teardown is the real one.
 var controllerManagerControllers = []string{"namespace-controller", "garbage-collector-controller"}
+
+// nodeCertificateControllers sign and approve nodes' certificates and clean
+// up after them (Options.NodeCertificates).
+var nodeCertificateControllers = []string{
+	"certificatesigningrequest-signing-controller", "certificatesigningrequest-approving-controller",
+	"certificatesigningrequest-cleaner-controller", "token-cleaner-controller",
+}
 
 // startControllerManager runs kube-controller-manager as cluster admin
 // against the test API server, with no serving port and no election.
@@ -33,18 +41,28 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 	if err := os.WriteFile(caFile, e.Config.CAData, 0o600); err != nil {
 		return fmt.Errorf("failed to write the cluster CA: %w", err)
 	}
-	stop, err := e.startComponent(assets, "kube-controller-manager",
-		"--kubeconfig="+kubeconfig,
-		"--controllers="+strings.Join(controllers, ","),
+	var signing []string
+	if e.nodeCertificates {
+		certDir := e.env.ControlPlane.APIServer.CertDir
+		controllers = append(slices.Clone(controllers), nodeCertificateControllers...)
+		for _, signer := range []string{"kubelet-client", "kubelet-serving"} {
+			signing = append(signing,
+				"--cluster-signing-"+signer+"-cert-file="+filepath.Join(certDir, caCertFile),
+				"--cluster-signing-"+signer+"-key-file="+filepath.Join(certDir, caKeyFile))
+		}
+	}
+	stop, err := e.startComponent(assets, "kube-controller-manager", append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
 		// The service account token controller signs with the API server's key.
-		"--service-account-private-key-file="+filepath.Join(e.env.ControlPlane.APIServer.CertDir, "sa-signer.key"),
-		"--root-ca-file="+caFile,
+		"--service-account-private-key-file=" + filepath.Join(e.env.ControlPlane.APIServer.CertDir, "sa-signer.key"),
+		"--root-ca-file=" + caFile,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
 		"--concurrent-namespace-syncs=5",
 		"--concurrent-gc-syncs=5",
-	)
+	}, signing...)...)
 	e.stopControllerManager = stop
 	return err
 }

@@ -87,6 +87,16 @@ type Options struct {
 	AdvertiseAddress string
 	// Scheduler runs kube-scheduler, for pods that name no node.
 	Scheduler bool
+	// NodeCertificates readies the control plane for nodes that join by
+	// TLS bootstrap, as kubeadm's do: the API server accepts bootstrap
+	// tokens and verifies kubelets' serving certificates with the CA that
+	// Config.CAData holds; kube-controller-manager signs kubelets' client
+	// and serving certificates with that CA once approved, approves
+	// client certificates itself (the bootstrappers' RBAC decides), and
+	// cleans up old requests and expired tokens. Serving certificates are
+	// for the caller to approve (package csrapproval has the rule). It
+	// implies KubeletClient and ControllerManager.
+	NodeCertificates bool
 }
 
 // KubeletClientUser is the user the API server is to kubelets.
@@ -109,6 +119,7 @@ type Env struct {
 	usersMu               sync.Mutex
 	auditLogMaxSizeMB     int
 	tempDir               string
+	nodeCertificates      bool
 	stopControllerManager func() error
 	stopScheduler         func() error
 	waitForServiceAccount bool
@@ -130,7 +141,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)
 	}
-	e := &Env{Scheme: scheme.New(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission, auditLogMaxSizeMB: opts.AuditLogMaxSizeMB}
+	if opts.NodeCertificates {
+		opts.KubeletClient, opts.ControllerManager = true, true
+	}
+	e := &Env{Scheme: scheme.New(), tempDir: tempDir, waitForServiceAccount: opts.ServiceAccountAdmission, auditLogMaxSizeMB: opts.AuditLogMaxSizeMB,
+		nodeCertificates: opts.NodeCertificates}
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crdList,
@@ -225,7 +240,14 @@ func (e *Env) configureState(opts Options) error {
 		return err
 	}
 	if opts.KubeletClient {
-		return useKubeletClientCertificate(e.env, certDir)
+		if err := useKubeletClientCertificate(e.env, certDir); err != nil {
+			return err
+		}
+	}
+	if opts.NodeCertificates {
+		args := e.env.ControlPlane.GetAPIServer().Configure()
+		args.Set("enable-bootstrap-token-auth", "true")
+		args.Set("kubelet-certificate-authority", filepath.Join(certDir, caCertFile))
 	}
 	return nil
 }
