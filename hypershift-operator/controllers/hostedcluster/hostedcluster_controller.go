@@ -72,6 +72,10 @@ type Reconciler struct {
 	Fencing Fencing
 	// Probe observes the fence (see fence_observation.go).
 	Probe FenceProbe
+	// ReleaseRecheckInterval is how often the registry is asked again which
+	// payload a spec.release.image tag names, to notice a tag that moved;
+	// zero means DefaultReleaseRecheckInterval.
+	ReleaseRecheckInterval time.Duration
 	// EnableMonitoring renders, in every control-plane namespace, a
 	// metrics Service and a Prometheus Operator ServiceMonitor for the
 	// control-plane-operator.
@@ -102,6 +106,9 @@ type scope struct {
 	// namespace is the control-plane namespace.
 	namespace string
 	release   *releaseinfo.ReleaseImage
+	// releaseImage is release's pull spec pinned by digest: what the
+	// HostedControlPlane and the control-plane-operator are given.
+	releaseImage string
 	// pullSecret is the .dockerconfigjson of the HostedCluster's pull
 	// secret, read once per reconcile.
 	pullSecret []byte
@@ -191,6 +198,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return earliest(result, ctrl.Result{RequeueAfter: r.waits.When(req)}), nil
 	}
 	r.waits.Forget(req)
+	if err == nil {
+		result = earliest(result, r.releaseRecheck(s))
+	}
 	return result, err
 }
 
