@@ -1,5 +1,7 @@
 // Package hostedcluster is the hypershift-operator's HostedCluster
-// controller: for each HostedCluster it applies the control-plane namespace,
+// controller: for each HostedCluster it pins the release payload it reads
+// by digest (a tag that moves is reported, and rolls out only once the
+// user accepts it), applies the control-plane namespace,
 // the HostedControlPlane and a control-plane-operator rendered with leader
 // election (and, on request, its metrics Service and ServiceMonitor),
 // copies the hosted cluster's admin kubeconfig next to the HostedCluster,

@@ -146,7 +146,7 @@ func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane, deplo
 	desired := configv1.Release{Image: s.releaseImage, Version: s.release.Version}
 	version := s.hc.Status.Version
 	if version == nil {
-		version = &hyperv1.ClusterVersionStatus{RequestedImage: s.hc.Spec.Release.Image}
+		version = &hyperv1.ClusterVersionStatus{}
 	}
 	version.Desired = desired
 	version.ObservedGeneration = s.hc.Generation
