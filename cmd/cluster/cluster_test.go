@@ -105,8 +105,8 @@ func startOperator(t *testing.T) {
 
 // standInControlPlane acts as the CPO once the HostedControlPlane hcpKey
 // exists: it publishes kubeconfig as the admin kubeconfig and reports the
-// control plane ready.
-func standInControlPlane(t *testing.T, hcpKey client.ObjectKey, image string, kubeconfig []byte) {
+// control plane ready, running the release image it was given.
+func standInControlPlane(t *testing.T, hcpKey client.ObjectKey, kubeconfig []byte) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -123,7 +123,7 @@ func standInControlPlane(t *testing.T, hcpKey client.ObjectKey, image string, ku
 			if err := env.Client.Create(t.Context(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
-			hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage = true, "4.17.0", image
+			hcp.Status.Ready, hcp.Status.Version, hcp.Status.ReleaseImage = true, "4.17.0", hcp.Spec.ReleaseImage
 			hcp.Status.KubeConfig = &hyperv1.KubeconfigSecretRef{Name: secret.Name, Key: hyperv1.KubeconfigKey}
 			hcp.Status.Conditions = []metav1.Condition{{Type: "Available", Status: "True", Reason: "AsExpected", Message: "ready", LastTransitionTime: metav1.Now()}}
 			return env.Client.Status().Update(t.Context(), hcp)
@@ -178,7 +178,7 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 		created <- result{out, err}
 	}()
 
-	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "demo"), Name: "demo"}, image, hostedKubeconfig)
+	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "demo"), Name: "demo"}, hostedKubeconfig)
 	res := <-created
 	if res.err != nil {
 		t.Fatalf("create --wait failed: %v\n%s", res.err, res.out)
@@ -318,7 +318,7 @@ func TestCreateWaitNeedsAWorkingKubeconfig(t *testing.T) {
 			"--external-api-server-address=127.0.0.1", "--wait", "--timeout=20s")
 		created <- result{out, err}
 	}()
-	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "dead"), Name: "dead"}, image, dead)
+	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "dead"), Name: "dead"}, dead)
 	res := <-created
 	if res.err == nil || !strings.Contains(res.err.Error(), "the admin kubeconfig of HostedCluster "+ns+"/dead did not work within 20s") {
 		t.Fatalf("create --wait returned %v\n%s", res.err, res.out)

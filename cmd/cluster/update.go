@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -19,15 +20,19 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
 // UpdateOptions are the flags of `hypershift update cluster`.
 type UpdateOptions struct {
 	Name, Namespace              string
 	ReleaseImage, PullSecretFile string
-	Wait                         bool
-	Timeout                      time.Duration
-	kube                         cli.KubeconfigFlags
+	// AcceptReleaseDigest is the digest of the payload a moved release
+	// tag names now, to roll out.
+	AcceptReleaseDigest string
+	Wait                bool
+	Timeout             time.Duration
+	kube                cli.KubeconfigFlags
 }
 
 // NewUpdateCommand returns `hypershift update` with `cluster`.
@@ -47,6 +52,12 @@ yourself may be shared or managed elsewhere, and is refused: change it where
 it is managed. The hypershift-operator copies the new credentials into the
 control-plane namespace within seconds.
 
+The hypershift-operator pins the payload a release tag names when it first
+reads it, and keeps it when the tag later names another payload: it reports
+the move (condition ReleaseImageTagMoved, a Warning event) with the new
+payload's digest. --accept-release-digest=<that digest> rolls the new payload
+out; a digest the tag does not name is ignored.
+
 Nothing is written unless every change is accepted: the API server judges
 the new release image with a server-side dry run first. With --wait, it
 waits until the HostedCluster has rolled the release out and is Available,
@@ -54,6 +65,9 @@ and ends early with the condition's message when only another change can
 help (a release image that does not exist, say).`,
 		Example: `  # Fix a release image that does not exist, and wait for the rollout
   hypershift update cluster demo -n clusters --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --wait
+
+  # Roll out the payload a moved tag names now (the digest its event names)
+  hypershift update cluster demo --accept-release-digest=sha256:<digest> --wait
 
   # Rotate the registry credentials
   hypershift update cluster demo --pull-secret=new-pull-secret.json`,
@@ -65,6 +79,7 @@ help (a release image that does not exist, say).`,
 	cli.CompleteNames(clusterCmd, &o.kube, &o.Namespace)
 	fs.StringVar(&o.ReleaseImage, "release-image", "", "The release payload pull spec to run.")
 	fs.StringVar(&o.PullSecretFile, "pull-secret", "", "A file with the new registry credentials (.dockerconfigjson).")
+	fs.StringVar(&o.AcceptReleaseDigest, "accept-release-digest", "", "Roll out the payload the release tag names now, sha256:<digest>, when the tag moved away from the pinned payload (sets the "+hyperv1.AcceptReleaseDigestAnnotation+" annotation).")
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster runs the release and is Available.")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
@@ -74,8 +89,11 @@ help (a release image that does not exist, say).`,
 
 // validate refuses, before the kubeconfig is read, input that cannot work.
 func (o *UpdateOptions) validate() ([]byte, error) {
-	if o.ReleaseImage == "" && o.PullSecretFile == "" {
-		return nil, errors.New("nothing to change: give --release-image, --pull-secret or both")
+	if o.ReleaseImage == "" && o.PullSecretFile == "" && o.AcceptReleaseDigest == "" {
+		return nil, errors.New("nothing to change: give --release-image, --pull-secret, --accept-release-digest or several")
+	}
+	if o.AcceptReleaseDigest != "" && !digestPattern.MatchString(o.AcceptReleaseDigest) {
+		return nil, fmt.Errorf("invalid --accept-release-digest %q: want sha256: and 64 lowercase hexadecimal digits, as the ReleaseImageTagMoved condition names it", o.AcceptReleaseDigest)
 	}
 	if strings.TrimSpace(o.ReleaseImage) != o.ReleaseImage {
 		return nil, fmt.Errorf("invalid --release-image %q: it has surrounding spaces", o.ReleaseImage)
@@ -128,12 +146,18 @@ func (o *UpdateOptions) update(ctx context.Context, c client.Client, pullSecret 
 		}
 	}
 	patched, release := hc.DeepCopy(), o.ReleaseImage != "" && o.ReleaseImage != hc.Spec.Release.Image
+	accept := o.AcceptReleaseDigest != "" && hc.Annotations[hyperv1.AcceptReleaseDigestAnnotation] != o.AcceptReleaseDigest
+	if accept {
+		metav1.SetMetaDataAnnotation(&patched.ObjectMeta, hyperv1.AcceptReleaseDigestAnnotation, o.AcceptReleaseDigest)
+	}
 	if release {
 		patched.Spec.Release.Image = o.ReleaseImage
-		// A merge patch of the one field: the hypershift-operator's status
-		// writes meanwhile do not conflict with it.
+	}
+	if release || accept {
+		// A merge patch of the fields changed: the hypershift-operator's
+		// status writes meanwhile do not conflict with it.
 		if err := c.Patch(ctx, patched.DeepCopy(), client.MergeFrom(hc), client.DryRunAll); err != nil {
-			return fmt.Errorf("the API server refused release image %s for HostedCluster %s: %w", o.ReleaseImage, k, err)
+			return fmt.Errorf("the API server refused release image %s for HostedCluster %s: %w", patched.Spec.Release.Image, k, err)
 		}
 	}
 
@@ -142,22 +166,30 @@ func (o *UpdateOptions) update(ctx context.Context, c client.Client, pullSecret 
 			return err
 		}
 	}
+	if release || accept {
+		if err := c.Patch(ctx, patched, client.MergeFrom(hc)); err != nil {
+			return fmt.Errorf("failed to set the release image of HostedCluster %s to %s: %w", k, patched.Spec.Release.Image, err)
+		}
+	}
 	switch {
 	case release:
-		if err := c.Patch(ctx, patched, client.MergeFrom(hc)); err != nil {
-			return fmt.Errorf("failed to set the release image of HostedCluster %s: %w", k, err)
-		}
 		_, _ = fmt.Fprintf(out, "HostedCluster %s: release image %s (was %s)\n", k, o.ReleaseImage, hc.Spec.Release.Image)
 	case o.ReleaseImage != "":
 		_, _ = fmt.Fprintf(out, "HostedCluster %s already has release image %s\n", k, o.ReleaseImage)
+	}
+	if o.AcceptReleaseDigest != "" {
+		_, _ = fmt.Fprintf(out, "HostedCluster %s: accepts payload %s for release image %s\n", k, o.AcceptReleaseDigest, patched.Spec.Release.Image)
 	}
 	if !o.Wait {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	return waitRolledOut(ctx, c, k, patched.Generation, o.Timeout, out)
+	return waitRolledOut(ctx, c, k, patched.Generation, o.AcceptReleaseDigest, o.Timeout, out)
 }
+
+// digestPattern is what a payload digest looks like.
+var digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
 
 // planPullSecretUpdate plans the change of the pull secret hc names, and
 // refuses one `create cluster` did not create.
@@ -172,10 +204,11 @@ func planPullSecretUpdate(ctx context.Context, c client.Client, hc *hyperv1.Host
 }
 
 // waitRolledOut waits until the hypershift-operator has taken generation
-// (or a later one) of the HostedCluster, rolled its release out and finds
-// it Available, printing what holds it back; it ends early on a condition
-// only another change can clear.
-func waitRolledOut(ctx context.Context, c client.Client, k client.ObjectKey, generation int64, timeout time.Duration, out io.Writer) error {
+// (or a later one) of the HostedCluster, and the accepted digest when one
+// is given, rolled the pinned payload out and finds it Available, printing
+// what holds it back; it ends early on a condition only another change can
+// clear.
+func waitRolledOut(ctx context.Context, c client.Client, k client.ObjectKey, generation int64, accepted string, timeout time.Duration, out io.Writer) error {
 	image := ""
 	err := waitCluster(ctx, c, k, timeout, out, "HostedCluster %s did not roll its release out", func(_ context.Context, hc *hyperv1.HostedCluster) (string, error) {
 		if err := terminal(hc); err != nil {
@@ -187,9 +220,15 @@ func waitRolledOut(ctx context.Context, c client.Client, k client.ObjectKey, gen
 		version := hc.Status.Version
 		available := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available)
 		switch {
-		case version == nil || version.ObservedGeneration < generation:
+		case version == nil || version.ObservedGeneration < generation || version.RequestedImage != hc.Spec.Release.Image:
 			return "the hypershift-operator has not taken the change yet", nil
-		case len(version.History) == 0 || version.History[0].Image != hc.Spec.Release.Image || version.History[0].State != configv1.CompletedUpdate:
+		case accepted != "" && releaseinfo.DigestOf(version.Desired.Image) != accepted:
+			if moved := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.ReleaseImageTagMoved); moved != nil && moved.Status == metav1.ConditionTrue {
+				return fmt.Sprintf("%s=True (%s)", hyperv1.ReleaseImageTagMoved, moved.Message), nil
+			}
+			return "the hypershift-operator has not pinned " + accepted + " yet", nil
+		// The history names the pinned payload, not the tag.
+		case len(version.History) == 0 || version.History[0].Image != version.Desired.Image || version.History[0].State != configv1.CompletedUpdate:
 			if progressing := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Progressing); progressing != nil && progressing.Status == metav1.ConditionTrue {
 				return fmt.Sprintf("%s=True (%s: %s)", hyperv1.Progressing, progressing.Reason, progressing.Message), nil
 			}
@@ -197,7 +236,10 @@ func waitRolledOut(ctx context.Context, c client.Client, k client.ObjectKey, gen
 		case available == nil || available.Status != metav1.ConditionTrue || available.ObservedGeneration < generation:
 			return blocking(hc), nil
 		}
-		image = version.History[0].Image
+		image = hc.Spec.Release.Image
+		if pinned := version.History[0].Image; pinned != image {
+			image += " (pinned as " + pinned + ")"
+		}
 		return "", nil
 	})
 	if err == nil {

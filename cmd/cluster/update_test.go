@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
@@ -25,7 +27,8 @@ func TestUpdateRefusesBadInputLocally(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "when nothing is to change", args: []string{"demo"}, want: "nothing to change: give --release-image, --pull-secret or both"},
+		{name: "when nothing is to change", args: []string{"demo"}, want: "nothing to change: give --release-image, --pull-secret, --accept-release-digest or several"},
+		{name: "when the accepted digest is not a digest", args: []string{"demo", "--accept-release-digest=4.17.0"}, want: "invalid --accept-release-digest \"4.17.0\": want sha256:"},
 		{name: "when the pull secret is not JSON", args: []string{"demo", "--pull-secret=" + pullSecretFile(t, "user:password")}, want: "--pull-secret is not a .dockerconfigjson file"},
 		{name: "when the pull secret file is missing", args: []string{"demo", "--pull-secret=/does/not/exist"}, want: "failed to read --pull-secret"},
 		{name: "when no name is given", args: []string{"--release-image=quay.io/x/y:1"}, want: "a HostedCluster name is required: update cluster NAME"},
@@ -96,9 +99,9 @@ func TestFixThroughTheCLI(t *testing.T) {
 		fixed <- result{out, err}
 	}()
 	standInRollout(t, hyperv1.ControlPlaneNamespace(ns, "story"))
-	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "story"), Name: "story"}, good, hostedKubeconfig)
+	standInControlPlane(t, client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(ns, "story"), Name: "story"}, hostedKubeconfig)
 	res := <-fixed
-	if res.err != nil || !strings.Contains(res.out, "HostedCluster "+k.String()+" runs release image "+good+" and is Available") {
+	if res.err != nil || !strings.Contains(res.out, "HostedCluster "+k.String()+" runs release image "+good+" (pinned as ") || !strings.Contains(res.out, ") and is Available") {
 		t.Fatalf("update --pull-secret --wait: %v\n%s", res.err, res.out)
 	}
 	t.Logf("update --pull-secret --wait:\n%s", res.out)
@@ -181,5 +184,73 @@ func assertUnchanged(t *testing.T, k client.ObjectKey, image, credentials string
 	}
 	if hc.Spec.Release.Image != image || string(secret.Data[corev1.DockerConfigJsonKey]) != credentials {
 		t.Errorf("a refused update changed the cluster: release %s, credentials %q", hc.Spec.Release.Image, secret.Data[corev1.DockerConfigJsonKey])
+	}
+}
+
+// TestAcceptAMovedTagThroughTheCLI: a tag re-pushed after the cluster was
+// created changes nothing until update --accept-release-digest names the
+// new payload; --wait then follows its rollout.
+func TestAcceptAMovedTagThroughTheCLI(t *testing.T) {
+	startOperator(t)
+	kubeconfig, err := env.AddUserKubeconfig("cli-accept", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostedKubeconfig, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := releasetest.NewRegistry(t)
+	tag, first := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	ns := env.Namespace(t)
+	k := client.ObjectKey{Namespace: ns, Name: "moved"}
+	cpNamespace := hyperv1.ControlPlaneNamespace(ns, k.Name)
+	run := func(root func() *cobra.Command, args ...string) (string, error) {
+		return execute(t.Context(), root, append([]string{"cluster", "--kubeconfig=" + kubeconfig, "-n", ns}, args...)...)
+	}
+	pinnedTo := func(digest string) func() error {
+		return func() error {
+			hcp := &hyperv1.HostedControlPlane{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cpNamespace, Name: k.Name}, hcp); err != nil {
+				return err
+			}
+			if want := releaseinfo.PinnedPullSpec(tag, digest); hcp.Spec.ReleaseImage != want {
+				return fmt.Errorf("HostedControlPlane releaseImage %s, want %s", hcp.Spec.ReleaseImage, want)
+			}
+			return nil
+		}
+	}
+
+	if out, err := run(NewCreateCommand, "none", k.Name, "--release-image="+tag, "--pull-secret="+pullSecretFile(t, `{"auths":{}}`),
+		"--external-api-server-address=127.0.0.1"); err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	testutil.Eventually(t, 30*time.Second, pinnedTo(first))
+
+	// The same version, rebuilt: another payload under the same tag.
+	_, second := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0-rebuilt"})
+	if _, err := run(NewUpdateCommand, k.Name, "--release-image="+tag); err != nil {
+		t.Fatal(err)
+	}
+	holdsFor := time.Now().Add(2 * time.Second)
+	for time.Now().Before(holdsFor) {
+		if err := pinnedTo(first)(); err != nil {
+			t.Fatalf("before the new payload is accepted: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	done := make(chan error, 1)
+	var out string
+	go func() {
+		var err error
+		out, err = run(NewUpdateCommand, k.Name, "--accept-release-digest="+second, "--wait", "--timeout=60s")
+		done <- err
+	}()
+	testutil.Eventually(t, 30*time.Second, pinnedTo(second))
+	standInRollout(t, cpNamespace)
+	standInControlPlane(t, client.ObjectKey{Namespace: cpNamespace, Name: k.Name}, hostedKubeconfig)
+	if err := <-done; err != nil || !strings.Contains(out, "runs release image "+tag+" (pinned as "+releaseinfo.PinnedPullSpec(tag, second)+") and is Available") {
+		t.Fatalf("update --accept-release-digest --wait: %v\n%s", err, out)
 	}
 }

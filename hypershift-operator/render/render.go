@@ -22,7 +22,9 @@ import (
 type Inputs struct {
 	// HostedCluster is the cluster being rendered.
 	HostedCluster *hyperv1.HostedCluster
-	// ReleaseImage is the resolved release payload pull spec.
+	// ReleaseImage is the resolved release payload pull spec: the payload
+	// the HO read, pinned by digest (<repository>@sha256:<digest>), so that
+	// the HostedControlPlane and the CPO read exactly what the HO validated.
 	ReleaseImage string
 	// ControlPlaneOperatorImage is the image the CPO runs.
 	ControlPlaneOperatorImage string

@@ -74,7 +74,10 @@ func WithTransport(rt http.RoundTripper) Option {
 // container registry. It is safe for concurrent use; the payloads it has read
 // are cached by digest, and the registry is asked for the current digest of
 // the pull spec (a cheap HEAD request) on every Lookup, which also checks the
-// caller's credentials before a cached payload is served.
+// caller's credentials before a cached payload is served. When it first
+// reads a payload it resolves, the same way, each component image the
+// payload names by tag, and pins it to that digest for as long as the
+// payload stays cached.
 type RegistryProvider struct {
 	insecure  map[string]bool
 	timeout   time.Duration
@@ -129,7 +132,7 @@ func (p *RegistryProvider) Lookup(ctx context.Context, pullSpec string, pullSecr
 	digest := desc.Digest.String()
 
 	release, err := p.cache.get(ctx, digest, func() (*ReleaseImage, error) {
-		return p.fetch(pullSpec, ref.Context().Digest(digest), opts)
+		return p.fetch(ctx, pullSpec, ref.Context().Digest(digest), opts)
 	})
 	if err != nil {
 		if !isClassified(err) {
@@ -146,8 +149,9 @@ func (p *RegistryProvider) Lookup(ctx context.Context, pullSpec string, pullSecr
 }
 
 // fetch reads the payload at ref, which is pinned by digest so that a tag
-// moving between the HEAD request and this read cannot mix two payloads.
-func (p *RegistryProvider) fetch(pullSpec string, ref name.Digest, opts []remote.Option) (*ReleaseImage, error) {
+// moving between the HEAD request and this read cannot mix two payloads,
+// and pins the component images it names by tag (pinComponents).
+func (p *RegistryProvider) fetch(ctx context.Context, pullSpec string, ref name.Digest, opts []remote.Option) (*ReleaseImage, error) {
 	p.fetches.Add(1)
 	registry := ref.Context().RegistryStr()
 	img, err := remote.Image(ref, opts...)
@@ -168,7 +172,7 @@ func (p *RegistryProvider) fetch(pullSpec string, ref name.Digest, opts []remote
 	return &ReleaseImage{
 		Digest:          ref.DigestStr(),
 		Version:         version,
-		ComponentImages: components,
+		ComponentImages: p.pinComponents(ctx, components, opts),
 	}, nil
 }
 

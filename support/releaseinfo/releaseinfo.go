@@ -1,7 +1,9 @@
 // Package releaseinfo reads OpenShift release payloads from a container
 // registry: the version a payload carries (release-manifests/release-metadata)
 // and the component images it names (release-manifests/image-references, an
-// ImageStream). Payloads are immutable, so lookups are cached by digest.
+// ImageStream). Payloads are immutable, so lookups are cached by digest;
+// PinnedPullSpec names a payload by the digest a lookup found, so that
+// what was read once is what every later reader reads.
 package releaseinfo
 
 import (
@@ -18,7 +20,9 @@ type ReleaseImage struct {
 	// Version is the release version from release-metadata, e.g. 4.17.0.
 	Version string
 	// ComponentImages maps each image-references tag name (e.g. "hypershift",
-	// "kube-apiserver", "etcd") to its image pull spec.
+	// "kube-apiserver", "etcd") to its image pull spec, pinned by digest
+	// when the payload names a tag its registry resolves (see
+	// RegistryProvider).
 	ComponentImages map[string]string
 }
 

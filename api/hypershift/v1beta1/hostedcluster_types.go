@@ -12,7 +12,11 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.services) && self.services.exists(s, s.service == 'APIServer')",message="must publish the APIServer service, e.g. [{service: APIServer, servicePublishingStrategy: {type: NodePort, nodePort: {address: <an address of the management cluster's nodes>}}}] or type LoadBalancer; hypershift create cluster fills it in",fieldPath=.services
 type HostedClusterSpec struct {
 	// release is the OpenShift release the hosted control plane runs.
-	// Changing it upgrades the control plane.
+	// Changing it upgrades the control plane. The hypershift-operator pins
+	// the payload it reads by digest (status.version.desired.image): a tag
+	// that later names another payload changes nothing until the user
+	// accepts that payload (the accept-release-digest annotation) or
+	// changes this field.
 	//
 	// +required
 	Release Release `json:"release"`
@@ -138,10 +142,23 @@ type HostedClusterStatus struct {
 // ClusterVersionStatus is the desired release and the releases a control
 // plane has run, newest first.
 type ClusterVersionStatus struct {
-	// desired is the release the control plane is asked to run.
+	// desired is the release the control plane is asked to run. Its image
+	// is the payload the hypershift-operator read for spec.release.image,
+	// pinned by digest (<repository>@sha256:<digest>); a spec that names a
+	// digest is kept as written. The HostedControlPlane and the
+	// control-plane-operator are given this image, never the tag.
 	//
 	// +required
 	Desired configv1.Release `json:"desired"`
+
+	// requestedImage is spec.release.image as it was when desired.image
+	// was pinned from it. While the two are equal the pin holds, even when
+	// the tag comes to name another payload (ReleaseImageTagMoved); a new
+	// spec.release.image is read and pinned anew.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	RequestedImage string `json:"requestedImage,omitempty"`
 
 	// history lists the releases the control plane has run or is rolling out
 	// to, newest first. An entry is Partial until the rollout completes.
@@ -191,7 +208,8 @@ type ControlPlaneOperatorStatus struct {
 // +kubebuilder:printcolumn:name="Message",type="string",JSONPath=".status.conditions[?(@.type==\"Available\")].message",description="Why the hosted control plane is or is not available"
 // +kubebuilder:printcolumn:name="Reason",type="string",priority=1,JSONPath=".status.conditions[?(@.type==\"Available\")].reason",description="The reason of the Available condition"
 // +kubebuilder:printcolumn:name="Endpoint",type="string",priority=1,JSONPath=".status.controlPlaneEndpoint.host",description="Where the hosted kube-apiserver is reached"
-// +kubebuilder:printcolumn:name="Release",type="string",priority=1,JSONPath=".spec.release.image",description="The release image the cluster runs or rolls out to"
+// +kubebuilder:printcolumn:name="Release",type="string",priority=1,JSONPath=".spec.release.image",description="The release image the cluster runs or rolls out to, as the user gave it"
+// +kubebuilder:printcolumn:name="Pinned",type="string",priority=1,JSONPath=".status.version.desired.image",description="The release payload the control plane is asked to run, pinned by digest"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 61",message="metadata.name must be at most 61 characters, so that the control-plane namespace <namespace>-<name> fits in 63"
 type HostedCluster struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -11,7 +11,9 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.services) && self.services.exists(s, s.service == 'APIServer')",message="must publish the APIServer service, as the HostedCluster's spec.services does",fieldPath=.services
 type HostedControlPlaneSpec struct {
 	// releaseImage is the pull spec of the release payload, resolved by the
-	// hypershift-operator.
+	// hypershift-operator: the payload it read for the HostedCluster's
+	// spec.release.image, pinned by digest (<repository>@sha256:<digest>),
+	// as the HostedCluster's status.version.desired.image shows it.
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1

@@ -26,6 +26,15 @@ const (
 	// renders the CPO's Deployment, so this is the way to change it.
 	ControlPlaneOperatorLogLevelAnnotation = "hypershift.openshift.io/control-plane-operator-log-level"
 
+	// AcceptReleaseDigestAnnotation on a HostedCluster accepts the payload
+	// its spec.release.image tag names now, when that tag has moved away
+	// from the pinned payload (ReleaseImageTagMoved): its value is the new
+	// payload's digest (sha256:...), as the condition and its event name
+	// it. The hypershift-operator then pins that digest and rolls it out;
+	// a digest the tag does not name is ignored, so that a tag moving once
+	// more is never rolled out unseen.
+	AcceptReleaseDigestAnnotation = "hypershift.openshift.io/accept-release-digest"
+
 	// HostedControlPlaneLabel marks a control-plane namespace.
 	HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
 
@@ -63,7 +72,8 @@ const (
 	HypershiftOperatorLeaseName = "hypershift-operator-leader-elect"
 
 	// OperateOnReleaseImageEnv names the control-plane-operator's environment
-	// variable with the release image it was rolled out for: the
+	// variable with the release image it was rolled out for, pinned by
+	// digest like the HostedControlPlane's spec.releaseImage: the
 	// hypershift-operator renders it, the control-plane-operator acts only on
 	// a HostedControlPlane of that release.
 	OperateOnReleaseImageEnv = "OPERATE_ON_RELEASE_IMAGE"
@@ -118,6 +128,13 @@ const (
 	// ValidPKI is False when the control plane's certificates and keys
 	// cannot be kept or issued, for example when a CA Secret does not parse.
 	ValidPKI = "ValidPKI"
+	// ReleaseImageTagMoved, on a HostedCluster, is True while the tag of
+	// spec.release.image names another payload than the one the control
+	// plane is pinned to (status.version.desired.image): the control plane
+	// keeps running the pinned payload, and the message says how to roll
+	// the new one out. Its reason is also that of the Warning event that
+	// reports the move.
+	ReleaseImageTagMoved = "ReleaseImageTagMoved"
 	// WritesFenced, on a HostedControlPlane, is True once the API server
 	// has refused writes of its control-plane-operator as not the Lease
 	// holder's (the fence held); its message counts them and quotes the

@@ -61,6 +61,9 @@ type options struct {
 	withoutImage string
 	// services replace the HostedControlPlane's spec.services.
 	services []hyperv1.ServicePublishingStrategyMapping
+	// pinned names the payload by digest, as the hypershift-operator does,
+	// rather than by its tag.
+	pinned bool
 }
 
 func start(t *testing.T, opts options) *controlPlane {
@@ -77,7 +80,10 @@ func startIn(t *testing.T, ns string, opts options) *controlPlane {
 		"hyperkube": registry.Host() + "/hyperkube:4.17.0",
 	}
 	delete(images, opts.withoutImage)
-	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", images)
+	image, digest := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", images)
+	if opts.pinned {
+		image = releaseinfo.PinnedPullSpec(image, digest)
+	}
 	cp := &controlPlane{namespace: ns, clock: clocktesting.NewFakePassiveClock(time.Now()), user: "cpo-" + ns, registry: registry}
 	cp.hcp = &hyperv1.HostedControlPlane{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo", Annotations: map[string]string{hyperv1.ClusterAnnotation: "clusters/demo"}},

@@ -61,7 +61,7 @@ func TestCreate(t *testing.T) {
 				return err
 			}
 			switch {
-			case hcp.Spec.ReleaseImage != c.hc.Spec.Release.Image:
+			case hcp.Spec.ReleaseImage != c.pin(t, c.hc.Spec.Release.Image):
 				return fmt.Errorf("releaseImage = %q", hcp.Spec.ReleaseImage)
 			case hcp.Spec.ControllerAvailabilityPolicy != hyperv1.HighlyAvailable:
 				return fmt.Errorf("controllerAvailabilityPolicy = %q", hcp.Spec.ControllerAvailabilityPolicy)
@@ -125,7 +125,7 @@ func TestCreate(t *testing.T) {
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "control-plane-operator"}, d); err != nil {
 				return err
 			}
-			return checkDeployment(d, c.cpoImage("4.17.0"), c.hc.Spec.Release.Image, 2)
+			return checkDeployment(d, c.cpoImage("4.17.0"), c.pin(t, c.hc.Spec.Release.Image), 2)
 		})
 	})
 
@@ -172,7 +172,7 @@ func TestControlPlaneOperatorImageOverride(t *testing.T) {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {
 			return err
 		}
-		return checkDeployment(d, override, c.hc.Spec.Release.Image, 1)
+		return checkDeployment(d, override, c.pin(t, c.hc.Spec.Release.Image), 1)
 	})
 }
 

@@ -1,5 +1,7 @@
 // Package hostedcluster is the hypershift-operator's HostedCluster
-// controller: for each HostedCluster it applies the control-plane namespace,
+// controller: for each HostedCluster it pins the release payload it reads
+// by digest (a tag that moves is reported, and rolls out only once the
+// user accepts it), applies the control-plane namespace,
 // the HostedControlPlane and a control-plane-operator rendered with leader
 // election (and, on request, its metrics Service and ServiceMonitor),
 // copies the hosted cluster's admin kubeconfig next to the HostedCluster,
@@ -72,6 +74,10 @@ type Reconciler struct {
 	Fencing Fencing
 	// Probe observes the fence (see fence_observation.go).
 	Probe FenceProbe
+	// ReleaseRecheckInterval is how often the registry is asked again which
+	// payload a spec.release.image tag names, to notice a tag that moved;
+	// zero means DefaultReleaseRecheckInterval.
+	ReleaseRecheckInterval time.Duration
 	// EnableMonitoring renders, in every control-plane namespace, a
 	// metrics Service and a Prometheus Operator ServiceMonitor for the
 	// control-plane-operator.
@@ -102,6 +108,9 @@ type scope struct {
 	// namespace is the control-plane namespace.
 	namespace string
 	release   *releaseinfo.ReleaseImage
+	// releaseImage is release's pull spec pinned by digest: what the
+	// HostedControlPlane and the control-plane-operator are given.
+	releaseImage string
 	// pullSecret is the .dockerconfigjson of the HostedCluster's pull
 	// secret, read once per reconcile.
 	pullSecret []byte
@@ -191,6 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return earliest(result, ctrl.Result{RequeueAfter: r.waits.When(req)}), nil
 	}
 	r.waits.Forget(req)
+	if err == nil {
+		result = earliest(result, r.releaseRecheck(s))
+	}
 	return result, err
 }
 

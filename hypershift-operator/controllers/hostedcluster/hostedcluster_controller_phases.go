@@ -22,57 +22,10 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/conditions"
-	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
 // ControlPlaneOperatorImageTag is the release payload's tag for the CPO image.
 const ControlPlaneOperatorImageTag = "hypershift"
-
-// reconcileRelease reads the pull secret and the release payload. A failure
-// sets ValidConfiguration or ValidReleaseImage and stops the pass before
-// anything is applied: what already runs keeps running. A missing pull
-// secret, a release tag that does not exist, credentials the registry
-// refuses and a payload that is not a release wait on the user (waiting).
-func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Result, error) {
-	hc := s.hc
-	pullSecret, err := r.pullSecret(ctx, hc)
-	if err != nil {
-		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.PullSecretUnavailableReason, err.Error(), err)
-	}
-	release, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
-	if err != nil {
-		reason := releaseErrorReason(err)
-		switch reason {
-		case hyperv1.ReleaseImageNotFoundReason, hyperv1.ReleaseImageUnauthorizedReason, hyperv1.ReleaseImageMalformedReason:
-			err = &waiting{err: err}
-		}
-		// The error names the image already: one sentence, no repeated
-		// prefix.
-		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidReleaseImage, reason, upperFirst(err.Error()), err)
-	}
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
-	s.release = release
-	s.pullSecret = pullSecret
-	return ctrl.Result{}, nil
-}
-
-// pullSecret returns the .dockerconfigjson of the HostedCluster's pull
-// secret, read past the cache: the HO does not cache every Secret.
-func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) ([]byte, error) {
-	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
-	if err := r.APIReader.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &waiting{err: fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)}
-		}
-		return nil, fmt.Errorf("failed to get pull secret %s: %w", key, err)
-	}
-	data, ok := secret.Data[corev1.DockerConfigJsonKey]
-	if !ok {
-		return nil, &waiting{err: fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)}
-	}
-	return data, nil
-}
 
 // block reports a phase that stops the pass: conditionType False with
 // reason and message, Available and Progressing too while the control
@@ -90,31 +43,45 @@ func (r *Reconciler) block(ctx context.Context, s *scope, conditionType, reason,
 
 // reportOnChange records a Warning event, and logs at info level, the
 // reason and message of the False condition conditionType when they differ
-// from what the pass started with: once per change, not once per retry. A
-// pass that starts from the same cached copy as the pass that reported
-// (the cache has not caught up with that pass's status yet) does not
-// report again. The report is made once the status that shows it is
+// from what the pass started with (reportCondition).
+func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType string) {
+	r.reportCondition(ctx, s, conditionType, metav1.ConditionFalse)
+}
+
+// reportCondition records a Warning event, and logs at info level, the
+// reason and message of condition conditionType when it has status and
+// they differ from what the pass started with: once per change, not once
+// per retry. A pass that starts from the same cached copy as the pass that
+// reported (the cache has not caught up with that pass's status yet) does
+// not report again. The report is made once the status that shows it is
 // written (patchStatus): a pass whose status write is refused (a conflict
 // with a concurrent change) reports nothing, and the pass that writes it
 // does.
-func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType string) {
+func (r *Reconciler) reportCondition(ctx context.Context, s *scope, conditionType string, status metav1.ConditionStatus) {
 	now := meta.FindStatusCondition(s.hc.Status.Conditions, conditionType)
-	if now == nil || now.Status != metav1.ConditionFalse {
+	if now == nil || now.Status != status {
 		return
 	}
 	if before := meta.FindStatusCondition(s.original.Status.Conditions, conditionType); before != nil &&
 		before.Status == now.Status && before.Reason == now.Reason && before.Message == now.Message {
 		return
 	}
-	key, report := string(s.hc.UID)+"/"+conditionType, now.Reason+"\x00"+now.Message+"\x00"+s.original.ResourceVersion
-	if last, ok := r.reported.Swap(key, report); ok && last == report {
-		return
-	}
 	reason, message := now.Reason, now.Message
-	s.reports = append(s.reports, func() {
-		ctrl.LoggerFrom(ctx).Info(conditionType+" is False: "+message, "reason", reason)
+	r.reportOnce(s, conditionType, reason+"\x00"+message, func() {
+		ctrl.LoggerFrom(ctx).Info(conditionType+" is "+string(status)+": "+message, "reason", reason)
 		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
 	})
+}
+
+// reportOnce queues report, made once the pass's status is written, unless
+// this process already queued the same what under key from the same
+// starting copy of the HostedCluster.
+func (r *Reconciler) reportOnce(s *scope, key, what string, report func()) {
+	key, what = string(s.hc.UID)+"/"+key, what+"\x00"+s.original.ResourceVersion
+	if last, ok := r.reported.Swap(key, what); ok && last == what {
+		return
+	}
+	s.reports = append(s.reports, report)
 }
 
 // waiting is the error of a phase that waits on the HostedCluster's user
@@ -182,20 +149,6 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func releaseErrorReason(err error) string {
-	switch {
-	case errors.Is(err, releaseinfo.ErrUnauthorized):
-		return hyperv1.ReleaseImageUnauthorizedReason
-	case errors.Is(err, releaseinfo.ErrNotFound):
-		return hyperv1.ReleaseImageNotFoundReason
-	case errors.Is(err, releaseinfo.ErrMalformed):
-		return hyperv1.ReleaseImageMalformedReason
-	case errors.Is(err, releaseinfo.ErrUnreachable):
-		return hyperv1.ReleaseImageUnreachableReason
-	}
-	return hyperv1.ReleaseImageUnavailableReason
-}
-
 // controlPlaneOperatorImage picks the CPO image: the annotation, else the
 // payload's hypershift image, else the operator's default.
 func (r *Reconciler) controlPlaneOperatorImage(s *scope) string {
@@ -218,7 +171,7 @@ func (r *Reconciler) controlPlaneOperatorImage(s *scope) string {
 func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := render.Inputs{
 		HostedCluster:               s.hc,
-		ReleaseImage:                s.hc.Spec.Release.Image,
+		ReleaseImage:                s.releaseImage,
 		ControlPlaneOperatorImage:   r.controlPlaneOperatorImage(s),
 		ControlPlaneOperatorTimings: r.ControlPlaneOperatorTimings,
 		InsecureRegistries:          r.InsecureRegistries,

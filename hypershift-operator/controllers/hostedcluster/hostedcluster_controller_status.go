@@ -136,13 +136,14 @@ func leaderStatus(lease *coordinationv1.Lease) *hyperv1.ControlPlaneOperatorStat
 	return status
 }
 
-// setVersion records the desired release and keeps the history: a new
-// release image starts a Partial entry, which completes only when the CPO
+// setVersion records the desired release, the pinned payload
+// (reconcileRelease), and keeps the history: a new pinned payload starts a
+// Partial entry, which completes only when the CPO
 // Deployment runs that release, rolled out, and the HostedControlPlane
 // reports it ready. Until then Progressing is True, with the reason that
 // holds it back.
 func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane, deployment *appsv1.Deployment, applyErr error) {
-	desired := configv1.Release{Image: s.hc.Spec.Release.Image, Version: s.release.Version}
+	desired := configv1.Release{Image: s.releaseImage, Version: s.release.Version}
 	version := s.hc.Status.Version
 	if version == nil {
 		version = &hyperv1.ClusterVersionStatus{}

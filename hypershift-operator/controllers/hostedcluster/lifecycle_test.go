@@ -67,15 +67,15 @@ func TestUpgrade(t *testing.T) {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: "control-plane-operator"}, d); err != nil {
 			return err
 		}
-		if err := checkDeployment(d, c.cpoImage("4.17.1"), next, 1); err != nil {
+		if err := checkDeployment(d, c.cpoImage("4.17.1"), c.pin(t, next), 1); err != nil {
 			return err
 		}
 		hcp := &hyperv1.HostedControlPlane{}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: c.hc.Name}, hcp); err != nil {
 			return err
 		}
-		if hcp.Spec.ReleaseImage != next {
-			return fmt.Errorf("HostedControlPlane releaseImage = %q, want %q", hcp.Spec.ReleaseImage, next)
+		if hcp.Spec.ReleaseImage != c.pin(t, next) {
+			return fmt.Errorf("HostedControlPlane releaseImage = %q, want %q", hcp.Spec.ReleaseImage, c.pin(t, next))
 		}
 		hc := c.get(t)
 		if err := checkCondition(hc, hyperv1.Progressing, metav1.ConditionTrue); err != nil {

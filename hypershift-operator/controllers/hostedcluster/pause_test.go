@@ -22,7 +22,7 @@ func TestPause(t *testing.T) {
 	startOperator(t, nil)
 	c := newCluster(t, "4.17.0", nil)
 	awaitControlPlane(t, c)
-	before := c.hc.Spec.Release.Image
+	before := c.pin(t, c.hc.Spec.Release.Image)
 	next := c.pushRelease(t, "4.17.1")
 
 	setPause := func(t *testing.T, value *string, image string) {
@@ -80,8 +80,8 @@ func TestPause(t *testing.T) {
 			return nil
 		})
 		testutil.Eventually(t, converge, func() error {
-			if got, err := operateOn(); err != nil || got != next {
-				return fmt.Errorf("OPERATE_ON_RELEASE_IMAGE = %s (%w), want %s", got, err, next)
+			if got, err := operateOn(); err != nil || got != c.pin(t, next) {
+				return fmt.Errorf("OPERATE_ON_RELEASE_IMAGE = %s (%w), want %s", got, err, c.pin(t, next))
 			}
 			return checkCondition(c.get(t), hyperv1.ReconciliationActive, metav1.ConditionTrue)
 		})

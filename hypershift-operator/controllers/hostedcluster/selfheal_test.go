@@ -374,7 +374,7 @@ func TestStrategySwitchedThenUpgraded(t *testing.T) {
 	next := c.pushRelease(t, "4.17.1")
 	c.update(t, func(hc *hyperv1.HostedCluster) { hc.Spec.Release.Image = next })
 	testutil.Eventually(t, converge, func() error {
-		return checkDeployment(cpoDeployment(t, ns), c.cpoImage("4.17.1"), next, 1)
+		return checkDeployment(cpoDeployment(t, ns), c.cpoImage("4.17.1"), c.pin(t, next), 1)
 	})
 	time.Sleep(time.Second) // the rolled-out Deployment alone must not complete the rollout
 	reportReady(t, c, "4.17.1")

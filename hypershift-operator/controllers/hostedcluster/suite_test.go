@@ -21,6 +21,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster/hostedclustertest"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -72,6 +73,9 @@ func startStoppableOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)
 type cluster struct {
 	registry *releasetest.Registry
 	hc       *hyperv1.HostedCluster
+	// pins maps each payload's pull spec, as pushed, to the pull spec
+	// pinned to the digest it was pushed with.
+	pins map[string]string
 }
 
 // newCluster pushes a release payload and creates a HostedCluster for it,
@@ -87,7 +91,7 @@ func newCluster(t *testing.T, version string, mutate func(*hyperv1.HostedCluster
 // must exist) and name chosen by the test.
 func newClusterIn(t *testing.T, ns, name, version string, mutate func(*hyperv1.HostedCluster)) *cluster {
 	t.Helper()
-	c := &cluster{registry: releasetest.NewRegistry(t)}
+	c := &cluster{registry: releasetest.NewRegistry(t), pins: map[string]string{}}
 	image := c.pushRelease(t, version)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-pull-secret"},
@@ -117,14 +121,33 @@ func newClusterIn(t *testing.T, ns, name, version string, mutate func(*hyperv1.H
 }
 
 // pushRelease pushes a payload of version whose hypershift image is
-// cpo:<version>, and returns its pull spec.
+// cpo:<version>, tagged <version>, and returns its pull spec.
 func (c *cluster) pushRelease(t *testing.T, version string) string {
 	t.Helper()
-	image, _ := c.registry.PushRelease(t, "ocp-release:"+version, version, map[string]string{
+	return c.pushReleaseAs(t, version, version)
+}
+
+// pushReleaseAs pushes a payload of version tagged tag, and returns its
+// pull spec; c.pin names it by the digest pushed.
+func (c *cluster) pushReleaseAs(t *testing.T, tag, version string) string {
+	t.Helper()
+	image, digest := c.registry.PushRelease(t, "ocp-release:"+tag, version, map[string]string{
 		"hypershift":     c.cpoImage(version),
 		"kube-apiserver": c.registry.Host() + "/kube-apiserver:" + version,
 	})
+	c.pins[image] = releaseinfo.PinnedPullSpec(image, digest)
 	return image
+}
+
+// pin returns the pull spec the HO is to pin image to: the digest it was
+// last pushed with.
+func (c *cluster) pin(t *testing.T, image string) string {
+	t.Helper()
+	pinned, ok := c.pins[image]
+	if !ok {
+		t.Fatalf("no payload was pushed as %s", image)
+	}
+	return pinned
 }
 
 func (c *cluster) cpoImage(version string) string {
