@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 )
 
@@ -57,6 +59,9 @@ func (n Network) PodCIDR(i int) netip.Prefix {
 // Up creates the bridge with the host's address and turns forwarding on.
 // The caller holds the machine's Lock.
 func (n Network) Up(h *Host) error {
+	if err := n.checkFree(); err != nil {
+		return err
+	}
 	if err := h.Run([]string{"ip", "link", "del", n.Bridge}, "ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
 		return fmt.Errorf("failed to create the nodes' bridge (is a stopped local cluster's left over? ip link del %s): %w", n.Bridge, err)
 	}
@@ -74,6 +79,44 @@ func (n Network) Up(h *Host) error {
 		return err
 	}
 	return h.Sysctl("net.ipv4.ip_forward", "1")
+}
+
+// checkFree refuses a machine on which an address or a route of the
+// nodes' range is in use already, naming it: the nodes would take traffic
+// meant for it, or lose theirs to it.
+func (n Network) checkFree() error {
+	for _, args := range [][]string{{"-o", "addr", "show"}, {"-o", "route", "show", "table", "all"}} {
+		out, err := exec.Command("ip", args...).Output()
+		if err != nil {
+			return fmt.Errorf("ip %s: %w", strings.Join(args, " "), err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if used := inUse(line, n.Range); used != "" {
+				return fmt.Errorf("the nodes' network %s is in use on this machine: %s (%q); a stopped local cluster's left over? "+
+					"`ip link del %s`, `ip route del blackhole %s`, or free the range", n.Range, used, strings.Join(strings.Fields(strings.ReplaceAll(line, `\`, " ")), " "), n.Bridge, n.Range)
+			}
+		}
+	}
+	return nil
+}
+
+// inUse returns the first address or prefix of an `ip -o addr` or
+// `ip -o route` line that overlaps r, or "".
+func inUse(line string, r netip.Prefix) string {
+	for _, field := range strings.Fields(line) {
+		p, err := netip.ParsePrefix(field)
+		if err != nil {
+			a, aerr := netip.ParseAddr(field)
+			if aerr != nil {
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if p.Overlaps(r) {
+			return field
+		}
+	}
+	return ""
 }
 
 // attach creates node i's network namespace ns with its veth on the bridge,

@@ -262,3 +262,25 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 	}
 	return a
 }
+
+// TestNetworkInUse: an address of the nodes' range already on this
+// machine stops the network's start, naming it, and changes nothing.
+func TestNetworkInUse(t *testing.T) {
+	nodes.LockForTest(t)
+	if out, err := exec.Command("ip", "link", "add", "hstest0", "type", "veth", "peer", "name", "hstest1").CombinedOutput(); err != nil {
+		t.Fatalf("ip link add: %v: %s", err, out)
+	}
+	defer func() { _ = exec.Command("ip", "link", "del", "hstest0").Run() }()
+	if out, err := exec.Command("ip", "addr", "add", "198.19.255.254/32", "dev", "hstest0").CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add: %v: %s", err, out)
+	}
+	host := &nodes.Host{}
+	err := nodes.DefaultNetwork.Up(host)
+	if cerr := host.Close(); cerr != nil {
+		t.Error(cerr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "198.19.255.254") || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("Up with 198.19.255.254 on hstest0: %v, want a refusal naming it", err)
+	}
+	t.Log(err)
+}
