@@ -157,8 +157,10 @@ func upgrade(t *testing.T, name string) *podRecorder {
 	recorder := recordPods(t, ns)
 	versions := []string{localcluster.Versions[1], localcluster.Versions[0], localcluster.Versions[1]}
 	for _, version := range versions {
-		image := lc.Registry.Releases[version]
-		setRelease(t, name, image)
+		tag := lc.Registry.Releases[version]
+		setRelease(t, name, tag)
+		// The CPO operates on the payload the HO read, pinned by digest.
+		image := pinnedRelease(t, name, tag)
 		testutil.Eventually(t, 2*time.Minute, func() error {
 			h := holder(t, ns)
 			if h == "" || recorder.release(h) != image {
@@ -171,7 +173,7 @@ func upgrade(t *testing.T, name string) *podRecorder {
 			}
 			return nil
 		})
-		t.Logf("upgraded %s to %s; the Lease is held by %s", name, version, holder(t, ns))
+		t.Logf("upgraded %s to %s (%s); the Lease is held by %s", name, version, image, holder(t, ns))
 	}
 	time.Sleep(3 * time.Second)
 	return recorder

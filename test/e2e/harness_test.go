@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/hack/images"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -214,6 +216,27 @@ func setRelease(t *testing.T, name, image string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pinnedRelease waits until the HO has pinned HostedCluster name's
+// release tag and returns the pin: the tag's repository at the digest.
+func pinnedRelease(t *testing.T, name, tag string) string {
+	t.Helper()
+	var pinned string
+	testutil.Eventually(t, time.Minute, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: name}, hc); err != nil {
+			return err
+		}
+		v := hc.Status.Version
+		repository, _, _ := strings.Cut(tag[strings.LastIndex(tag, "/")+1:], ":")
+		if v == nil || v.RequestedImage != tag || !strings.Contains(v.Desired.Image, "/"+repository+"@sha256:") {
+			return fmt.Errorf("HostedCluster %s: status.version %+v, want %s pinned by digest", name, v, tag)
+		}
+		pinned = v.Desired.Image
+		return nil
+	})
+	return pinned
 }
 
 // podRecorder remembers, for every CPO pod it ever sees, the release it
