@@ -55,6 +55,12 @@ func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
 	}
 	summaries := map[string]map[string]int64{}
 	for _, pod := range pods.Items {
+		switch {
+		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+			continue // ended: it holds no memory
+		case pod.Spec.NodeName == "" || pod.Status.Phase != corev1.PodRunning:
+			return m, fmt.Errorf("%w: pod %s/%s is %s, on node %q", errNoProcess, ns, pod.Name, pod.Status.Phase, pod.Spec.NodeName)
+		}
 		node := pod.Spec.NodeName
 		if _, ok := summaries[node]; !ok {
 			s, err := b.workingSets(ctx, node)

@@ -12,9 +12,10 @@ import (
 func (r *results) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Each HostedCluster runs a real hosted control plane on the local cluster (`test/localcluster`): the control-plane-operator, "+
-		"etcd, kube-apiserver, kube-controller-manager and kube-scheduler as pods on the real nodes (kubelet, containerd), published on a NodePort of a node. "+
+		"etcd, kube-apiserver, kube-controller-manager and kube-scheduler as pods on %d real nodes (kubelet, containerd), published on a NodePort of a node; "+
+		"each node reports this machine's CPUs, and a control plane requests 435m CPU, so two nodes of this 2-CPU machine would schedule 9 of the 10 created at once. "+
 		"Time to a working API is from the HostedCluster's create request to the first successful list of the hosted cluster's namespaces "+
-		"(what `kubectl get ns` sends) with the admin kubeconfig its status names, tried every %s.\n\n", *poll)
+		"(what `kubectl get ns` sends) with the admin kubeconfig its status names, tried every %s.\n\n", *nodeCount, *poll)
 	b.WriteString("| | clusters | p50 | max | goal |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| one at a time (each destroyed before the next) | %d | %s | %s | <= 30s |\n", len(r.sequential), p50(r.sequential), maxOf(r.sequential))
 	if len(r.concurrent) > 0 {
@@ -25,7 +26,7 @@ func (r *results) markdown() string {
 		b.WriteString("\nMemory of one hosted control plane, the sum of its containers, over the clusters created at once, once they all served, " +
 			"by two methods in the same moment: the working set of each container's cgroup as its kubelet reports it (the summary API, " +
 			"what `kubectl top` and evictions read), and the resident memory (VmRSS) of each container's process, the method of earlier " +
-			"runs on the node agent. The working set also counts the page cache a container keeps active (etcd's data, for one).\n\n" +
+			"runs on the node agent. The two differ mostly by the programs' own mapped binaries: VmRSS counts them in every process (RssFile), while the page cache of an image's files is charged to one cgroup only, once per page, whoever read it first; the working set also counts the page cache a container keeps active (etcd's data, for one).\n\n" +
 			"| | working set p50 | working set max | VmRSS p50 | VmRSS max |\n|---|---|---|---|---|\n")
 		ws, rss := byComponent(r.memory, func(m memory) map[string]int64 { return m.workingSet }), byComponent(r.memory, func(m memory) map[string]int64 { return m.rss })
 		row := func(label, c string) {
