@@ -165,7 +165,8 @@ UNIT_PKGS = $(shell go list ./... | grep -v '/test/e2e')
 .PHONY: test
 test: nodepkgs build testbin clusterbin ## Run the unit and envtest integration tests against a real kube-apiserver and etcd (builds them when missing); no end-to-end stories.
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
-	@go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS) >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' $(UNIT_PKGS)
+	@# -exec=true: build every test binary, run none (a package's TestMain would start its servers).
+	@go test $(GO_TEST_FLAGS) -exec=true -run '^$$' $(UNIT_PKGS) >/dev/null || go test $(GO_TEST_FLAGS) -exec=true -run '^$$' $(UNIT_PKGS)
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-e2e
@@ -175,7 +176,8 @@ test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end 
 .PHONY: test-all
 test-all: nodepkgs build testbin clusterbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).
 	@echo "Compiling the tests first, so that timing-sensitive tests do not run beside the compiler..."
-	@go test $(GO_TEST_FLAGS) -run '^$$' ./... >/dev/null || go test $(GO_TEST_FLAGS) -run '^$$' ./...
+	@# -exec=true: build every test binary, run none (a package's TestMain would start its servers).
+	@go test $(GO_TEST_FLAGS) -exec=true -run '^$$' ./... >/dev/null || go test $(GO_TEST_FLAGS) -exec=true -run '^$$' ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...
 
 ##@ Benchmarks
