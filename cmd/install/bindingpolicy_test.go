@@ -47,7 +47,7 @@ func TestInstalledPolicyConfinesOperatorClusterRoleBindings(t *testing.T) {
 	testutil.Eventually(t, 30*time.Second, func() error {
 		err := operator.Delete(t.Context(), clusterRoleBinding(rbac.HypershiftOperatorName, ""), client.DryRunAll)
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), rbac.ClusterRoleBindingPolicyName) {
-			return fmt.Errorf("the policy is not enforced yet: %v", err)
+			return fmt.Errorf("the policy is not enforced yet: %w", err)
 		}
 		return nil
 	})

@@ -119,7 +119,7 @@ func BindClusterRole(t testing.TB, env *testenv.Env, user string) {
 	testutil.Eventually(t, 30*time.Second, func() error {
 		err := as.Delete(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}}, client.DryRunAll)
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), policy.Name) {
-			return fmt.Errorf("policy %s is not enforced yet: %v", policy.Name, err)
+			return fmt.Errorf("policy %s is not enforced yet: %w", policy.Name, err)
 		}
 		return nil
 	})
