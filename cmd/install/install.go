@@ -64,8 +64,9 @@ func NewCommand() *cobra.Command {
 		Short: "Install the CRDs and the hypershift-operator into a cluster",
 		Long: `Install applies, with server-side apply as hypershift-cli, the HostedCluster and
 HostedControlPlane CRDs (and waits until they are established), their admission
-policy, the hypershift-operator's namespace, ServiceAccount, ClusterRole and binding,
-its leader-election Role and binding, an API Priority and Fairness FlowSchema and
+policy, the hypershift-operator's namespace, ServiceAccount, the admission policy
+that lets it write only the control-plane-operators' ClusterRoleBindings, its
+ClusterRole and binding, its leader-election Role and binding, an API Priority and Fairness FlowSchema and
 PriorityLevelConfiguration (hypershift-leader-election) that keep ServiceAccounts'
 Lease renewals apart from other traffic, its Deployment and a metrics Service.
 Running it again changes nothing.`,

@@ -158,12 +158,18 @@ func ResourceObjects(o Options) []client.Object {
 	clusterRole.Labels = labels
 	leaseRole := rbac.LeaderElectionRole(o.Namespace)
 	leaseRole.Labels = labels
+	// Before the ClusterRole is bound: the operator never holds its
+	// ClusterRoleBinding rights unconfined.
+	bindingPolicy, bindingPolicyBinding := rbac.ClusterRoleBindingPolicy(rbac.ServiceAccountUser(o.Namespace))
+	bindingPolicy.Labels, bindingPolicyBinding.Labels = labels, labels
 	objects := []client.Object{
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}},
 		},
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(true, name)},
+		bindingPolicy,
+		bindingPolicyBinding,
 		clusterRole,
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},

@@ -17,8 +17,14 @@ import (
 const HypershiftOperatorName = "hypershift-operator"
 
 var (
-	readWrite = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	// readWrite is what server-side apply (get, create, patch, and a
+	// watch through the cache) and a delete need: neither operator sends
+	// an update but for status and for its Lease.
+	readWrite = []string{"get", "list", "watch", "create", "patch", "delete"}
 	read      = []string{"get", "list", "watch"}
+	// applied is readWrite without delete, for what goes only with its
+	// namespace.
+	applied = []string{"get", "list", "watch", "create", "patch"}
 )
 
 // ControlPlaneOperatorRules are the permissions of a control-plane-operator in
@@ -26,8 +32,8 @@ var (
 // get, update, and list and watch with a metadata.name field selector are),
 // the hosted control plane's Deployments, StatefulSet, PodDisruptionBudgets,
 // Services and Secrets, reading its claims, (its PKI, and the pull secret the HO copies next to
-// it), its HostedControlPlane and that object's status and finalizers, and
-// events.
+// it), its HostedControlPlane (a finalizer, patched) and that object's
+// status, and events.
 func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
@@ -40,10 +46,9 @@ func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: read},
 		// The hosted control plane's PKI (watched, so a deleted Secret comes
 		// back; never deleted by the CPO: keys and the CA hold data).
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: applied},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }
@@ -53,19 +58,27 @@ func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 // Role can only grant what its creator holds).
 func HypershiftOperatorRules() []rbacv1.PolicyRule {
 	own := []rbacv1.PolicyRule{
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},
+		// Its finalizer is patched in and out; neither operator sets owner
+		// references, so neither needs the finalizers subresource.
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: readWrite},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: readWrite},
 		// Secrets are read one by one past the cache; list and watch serve
 		// the label-selected watch of the pull-secret copies (RBAC cannot
 		// narrow them to a label, and get on every Secret is held already).
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: readWrite},
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: readWrite},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readWrite},
-		// The fencing policy and one binding per control-plane namespace.
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: readWrite},
+		// The CPO's ServiceAccount, Role and RoleBinding go with their
+		// namespace.
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: applied},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: applied},
+		// The fencing policies (patched by name: never
+		// ClusterRoleBindingPolicyName, which confines this ClusterRole and
+		// which no admission policy can protect) and their bindings, one per
+		// control-plane namespace (which RBAC cannot narrow).
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{"patch"}, ResourceNames: FencingPolicyNames},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicybindings"}, Verbs: readWrite},
 		// Watch every control-plane-operator Lease to show its holder, and
 		// release one whose holder's pod is gone (the lease arbiter: it only
 		// updates, never deletes, the CPO Lease).
@@ -87,7 +100,8 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// ClusterRoleBinding of AuthDelegatorClusterRole per control-plane
 		// namespace: applied, watched by label (which RBAC cannot narrow),
 		// deleted with the cluster; bind on that one ClusterRole grants it
-		// whatever the role holds.
+		// whatever the role holds. ClusterRoleBindingPolicy refuses every
+		// other binding, a delete included.
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{AuthDelegatorClusterRole}},
 		// With --enable-monitoring, a ServiceMonitor per control-plane
@@ -96,6 +110,15 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: []string{"get", "create", "patch", "delete"}},
 	}
 	return append(own, ControlPlaneOperatorRules()...)
+}
+
+// FencingPolicyNames are the ValidatingAdmissionPolicies the operator
+// applies (render.FencingPolicy, render.LeaseGuardPolicy and
+// render.KeepAlivePolicy), the only ones it may patch.
+var FencingPolicyNames = []string{
+	"control-plane-operator-fencing.hypershift.openshift.io",
+	"control-plane-operator-lease-guard.hypershift.openshift.io",
+	"lease-param-keepalive.hypershift.openshift.io",
 }
 
 // AuthDelegatorClusterRole is the built-in ClusterRole that allows

@@ -41,3 +41,20 @@ func TestControlPlaneOperatorLeaseRulesAreLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorCannotChangeItsClusterRoleBindingPolicy: admission policies
+// never judge admission policies, so only the ClusterRole keeps the
+// operator from editing or deleting the policy that confines it.
+func TestOperatorCannotChangeItsClusterRoleBindingPolicy(t *testing.T) {
+	for _, verb := range []string{"update", "patch", "delete", "deletecollection"} {
+		rule := rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{verb}, ResourceNames: []string{ClusterRoleBindingPolicyName}}
+		if covers, _ := validation.Covers(HypershiftOperatorRules(), []rbacv1.PolicyRule{rule}); covers {
+			t.Errorf("the operator may %s ValidatingAdmissionPolicy %s", verb, ClusterRoleBindingPolicyName)
+		}
+	}
+	// The check can fail: the fencing policy it does patch.
+	rule := rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{"patch"}, ResourceNames: FencingPolicyNames[:1]}
+	if covers, _ := validation.Covers(HypershiftOperatorRules(), []rbacv1.PolicyRule{rule}); !covers {
+		t.Errorf("the operator may not patch %s, which it applies", FencingPolicyNames[0])
+	}
+}

@@ -17,7 +17,7 @@ const ControlPlaneNamespaceLabel = "hypershift.openshift.io/control-plane-namesp
 // AuthDelegatorBindingName names the ClusterRoleBinding of the
 // control-plane-operator of control-plane namespace ns.
 func AuthDelegatorBindingName(ns string) string {
-	return "hypershift-control-plane-operator-" + ns
+	return rbac.AuthDelegatorBindingPrefix + ns
 }
 
 // ControlPlaneOperatorAuthDelegator binds system:auth-delegator to the

@@ -49,7 +49,7 @@ func startOperator(t *testing.T) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostedclustertest.BindClusterRole(t, env.Client, user)
+	hostedclustertest.BindClusterRole(t, env, user)
 	stop := hostedclustertest.StartOperator(t, cfg, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
 	return user, stop
 }

@@ -153,9 +153,10 @@ func TestFencing(t *testing.T) {
 			if err := holder.Create(t.Context(), svc); err != nil {
 				t.Fatalf("the holder's create was refused: %v", err)
 			}
+			patch := client.MergeFrom(svc.DeepCopy())
 			svc.Labels = map[string]string{"updated": "true"}
-			if err := holder.Update(t.Context(), svc); err != nil {
-				t.Fatalf("the holder's update was refused: %v", err)
+			if err := holder.Patch(t.Context(), svc, patch); err != nil {
+				t.Fatalf("the holder's patch was refused: %v", err)
 			}
 			if err := asPod(t, ns, "cpo-b").Delete(t.Context(), svc); err == nil || !strings.Contains(err.Error(), render.FencingMessageMarker) {
 				t.Fatalf("a non-holder's delete: %v", err)
@@ -284,8 +285,9 @@ func TestFencing(t *testing.T) {
 				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(held), svc); err != nil {
 					return err
 				}
+				patch := client.MergeFrom(svc.DeepCopy())
 				svc.Labels = map[string]string{"by": pod}
-				return asPod(t, ns, pod).Update(t.Context(), svc)
+				return asPod(t, ns, pod).Patch(t.Context(), svc, patch)
 			}, "which is being deleted")
 			if !apierrors.IsForbidden(err) {
 				t.Fatalf("%s updating in a namespace being deleted, with no Lease: got %v, want Forbidden", pod, err)

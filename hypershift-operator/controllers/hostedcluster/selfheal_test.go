@@ -496,7 +496,8 @@ func blockUpdatesBy(t *testing.T, user, ns string) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	}
-	// Wait until it is enforced: a dry-run update as the user is refused.
+	// Wait until it is enforced: a dry-run patch (an update to admission,
+	// and what the operator's ClusterRole allows) as the user is refused.
 	cfg, err := env.AddUser(user)
 	if err != nil {
 		t.Fatal(err)
@@ -507,8 +508,9 @@ func blockUpdatesBy(t *testing.T, user, ns string) {
 	}
 	testutil.Eventually(t, converge, func() error {
 		d := cpoDeployment(t, ns)
+		patch := client.MergeFrom(d.DeepCopy())
 		d.Labels = map[string]string{"probe": "true"}
-		if err := as.Update(t.Context(), d, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "blocked by the test") {
+		if err := as.Patch(t.Context(), d, patch, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "blocked by the test") {
 			return fmt.Errorf("not enforced yet (%w)", err)
 		}
 		return nil

@@ -64,7 +64,7 @@ func startStoppableOperator(t *testing.T, mutate func(*hostedcluster.Reconciler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostedclustertest.BindClusterRole(t, env.Client, user)
+	hostedclustertest.BindClusterRole(t, env, user)
 
 	return user, hostedclustertest.StartOperator(t, cfg, mutate)
 }

@@ -6,10 +6,15 @@ package hostedclustertest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +28,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/scheme"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -87,8 +93,34 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 
 // BindClusterRole creates the operator's ClusterRole, if missing, and binds
 // it, and only it, to user, as `hypershift install` binds the operator's
-// ServiceAccount.
-func BindClusterRole(t testing.TB, c client.Client, user string) {
+// ServiceAccount; and, as install does, confines user's ClusterRoleBinding
+// writes with rbac.ClusterRoleBindingPolicy (one of its own, removed when
+// the test ends), enforced before it returns.
+func BindClusterRole(t testing.TB, env *testenv.Env, user string) {
 	t.Helper()
-	testenv.BindClusterRole(t, c, rbac.ClusterRole(), user)
+	testenv.BindClusterRole(t, env.Client, rbac.ClusterRole(), user)
+	policy, binding := rbac.ClusterRoleBindingPolicy(user)
+	policy.Name = user + "." + policy.Name
+	binding.Name, binding.Spec.PolicyName = policy.Name, policy.Name
+	for _, obj := range []client.Object{policy, binding} {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), obj) })
+	}
+	// The API server compiles policies in the background: wait until user
+	// may not delete its own binding (a dry run: nothing is removed).
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	as, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		err := as.Delete(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}}, client.DryRunAll)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), policy.Name) {
+			return fmt.Errorf("policy %s is not enforced yet: %w", policy.Name, err)
+		}
+		return nil
+	})
 }
