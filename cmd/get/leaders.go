@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -51,8 +52,10 @@ type leadersOptions struct {
 	watchInterval       time.Duration
 	hypershiftNamespace string
 
-	// now is the clock leases are judged against.
+	// now is the clock the command sees Leases change by.
 	now func() time.Time
+	// observer judges the Leases by the changes the command sees.
+	observer observer
 	// out receives the output; nil means the command's standard output.
 	out io.Writer
 }
@@ -67,8 +70,14 @@ func newLeadersCommand(now func() time.Time, out io.Writer) *cobra.Command {
 		Short:   "Show which pods hold the leader-election Leases",
 		Long: `Show which pod holds the Lease of the hypershift-operator and, for each
 HostedCluster, the Lease of its control-plane-operator in the control-plane
-namespace. A Lease is valid while it has a holder and its last renewal plus
-its duration lies in the future; a missing Lease has no holder and is not valid.
+namespace. VALID is judged as the candidates judge it, by the changes this
+command sees on its own clock, never by comparing renewTime (written on the
+holder's clock) with yours: a Lease without a holder, or a missing one, is not
+valid; with --watch, a Lease seen written is valid until it goes its lease
+duration without a change, and then expired (false). A single listing sees
+each Lease once and cannot tell a live holder from a silent one: it shows
+unknown for a held Lease (and omits "valid" from -o json|yaml). LAST RENEW is
+the age of renewTime by your clock, as information.
 HOLDER POD shows the phase of the control-plane-operator holder's pod, or
 HOLDER GONE when that pod no longer runs it (it does not exist, it failed or
 succeeded, or it is being deleted and its container terminated): the
@@ -199,7 +208,7 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 	}
 	leaders := &Leaders{Clusters: []ClusterLeader{}}
 	var err error
-	leaders.HypershiftOperator, err = readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
+	leaders.HypershiftOperator, err = o.readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +220,7 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 	})
 	for _, hc := range list.Items {
 		cpNamespace := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
-		lease, err := readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
+		lease, err := o.readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
 		if err != nil {
 			return nil, err
 		}
@@ -236,13 +245,14 @@ func (o *leadersOptions) emptyMessage() string {
 	return fmt.Sprintf("No HostedClusters found in namespace %s.", o.namespace)
 }
 
-// readLease reads the Lease namespace/name; a missing Lease has no holder
-// and is not valid.
-func readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, error) {
-	status := LeaseStatus{Namespace: namespace, Name: name}
+// readLease reads the Lease namespace/name and judges it as seen at now; a
+// missing Lease has no holder and is not valid.
+func (o *leadersOptions) readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, error) {
+	status := LeaseStatus{Namespace: namespace, Name: name, Valid: ptr.To(false)}
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); err != nil {
 		if apierrors.IsNotFound(err) {
+			o.observer.forget(namespace, name)
 			return status, nil
 		}
 		return status, fmt.Errorf("failed to read Lease %s/%s: %w", namespace, name, err)
@@ -259,7 +269,7 @@ func readLease(ctx context.Context, c client.Client, namespace, name string, now
 	}
 	status.AcquireTime = toTime(spec.AcquireTime)
 	status.RenewTime = toTime(spec.RenewTime)
-	status.Valid = leaseValid(spec, now)
+	status.Valid = o.observer.judge(lease, now)
 	return status, nil
 }
 
@@ -285,16 +295,6 @@ func judgeHolder(ctx context.Context, c client.Client, lease *LeaseStatus) error
 	verdict := holderpod.Judge(pod, hyperv1.ControlPlaneOperatorName)
 	lease.HolderGone, lease.HolderPod = verdict.Gone, verdict.Reason
 	return nil
-}
-
-// leaseValid reports whether a Lease has a holder whose last renewal plus
-// the Lease's duration is after now.
-func leaseValid(spec coordinationv1.LeaseSpec, now time.Time) bool {
-	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	expiry := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
-	return expiry.After(now)
 }
 
 // toTime converts a Lease's MicroTime to a Time truncated to the second, so
