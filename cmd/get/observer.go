@@ -32,7 +32,7 @@ type sighting struct {
 // without a holder or once expired, true once seen written within its
 // lease duration, nil (unknown) otherwise.
 func (o *observer) judge(lease *coordinationv1.Lease, now time.Time) *bool {
-	if leaseHolder(lease) == "" {
+	if leasestate.Holder(lease) == "" {
 		return ptr.To(false)
 	}
 	if o.seen == nil {
@@ -62,8 +62,4 @@ func (o *observer) judge(lease *coordinationv1.Lease, now time.Time) *bool {
 // forget drops a Lease the command saw go missing.
 func (o *observer) forget(namespace, name string) {
 	delete(o.seen, namespace+"/"+name)
-}
-
-func leaseHolder(lease *coordinationv1.Lease) string {
-	return ptr.Deref(lease.Spec.HolderIdentity, "")
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // ErrLost is wrapped by Run's error when this candidate stopped leading
@@ -207,7 +208,7 @@ func (c *campaign) follow(ctx context.Context, _ func(context.Context) error) (s
 func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (state, error) {
 	work := c.startTerm(ctx, lead)
 	lost := func(why string) (state, error) {
-		c.e.log.Info("Stopped leading: "+why, "holder", holderOf(c.known))
+		c.e.log.Info("Stopped leading: "+why, "holder", leasestate.Holder(c.known))
 		work.stop(c.e.timings.SkewMargin())
 		return done, fmt.Errorf("%w: %s", ErrLost, why)
 	}
@@ -264,7 +265,7 @@ func (c *campaign) hold(ctx context.Context, lead func(context.Context) error) (
 // Lease or a refusal shows.
 func (c *campaign) reconnect(ctx context.Context, _ func(context.Context) error) (state, error) {
 	lost := func(why string) (state, error) {
-		c.e.log.Info("Stopped: "+why, "holder", holderOf(c.known))
+		c.e.log.Info("Stopped: "+why, "holder", leasestate.Holder(c.known))
 		return done, fmt.Errorf("%w: %s", ErrLost, why)
 	}
 	for {
@@ -302,7 +303,7 @@ func (c *campaign) notOurs() string {
 	if c.known == nil {
 		return "the Lease was deleted"
 	}
-	if h := holderOf(c.known); h != c.e.identity {
+	if h := leasestate.Holder(c.known); h != c.e.identity {
 		return fmt.Sprintf("the Lease is now held by %q", h)
 	}
 	return ""
@@ -387,13 +388,19 @@ func (c *campaign) followerWait() (time.Duration, bool) {
 	}
 	now := c.e.clock.Now()
 	next := now
-	if h := holderOf(c.known); c.known != nil && h != "" && h != c.e.identity {
-		next = c.knownAt.Add(leaseDuration(c.known, c.e.timings.LeaseDuration))
+	if h := leasestate.Holder(c.known); c.known != nil && h != "" && h != c.e.identity {
+		next = c.sighting(c.known).Expiry()
 	}
 	if c.retryAt.After(next) {
 		next = c.retryAt
 	}
 	return next.Sub(now), true
+}
+
+// sighting is the known Lease version as this follower saw it (lease being
+// that version): since knownAt, which a gap in observing moves to its end.
+func (c *campaign) sighting(lease *coordinationv1.Lease) leasestate.Sighting {
+	return leasestate.Sighting{ResourceVersion: c.knownRV, At: c.knownAt, Duration: leasestate.Duration(lease, c.e.timings.LeaseDuration)}
 }
 
 // leaderWait is how long the leader waits before renewing: the renew
@@ -436,10 +443,10 @@ func (c *campaign) apply(o observation) {
 			return
 		}
 	}
-	previous := holderOf(c.known)
+	previous := leasestate.Holder(c.known)
 	c.known, c.knownRV, c.knownAt, c.seen = o.lease, o.rv, c.e.clock.Now(), true
 	c.retryAt = time.Time{}
-	holder := holderOf(c.known)
+	holder := leasestate.Holder(c.known)
 	c.e.mu.Lock()
 	if holder != "" && c.lastHolder != "" && holder != c.lastHolder {
 		c.e.status.Transitions++
@@ -461,7 +468,7 @@ func (c *campaign) apply(o observation) {
 // counted again from when it answers. A read that lands late harms no one;
 // a takeover write could.
 func (c *campaign) tryAcquire(ctx context.Context) bool {
-	if h := holderOf(c.known); c.known != nil && h != "" && h != c.e.identity && !c.e.ignoreGaps {
+	if h := leasestate.Holder(c.known); c.known != nil && h != "" && h != c.e.identity && !c.e.ignoreGaps {
 		if !c.confirmExpiry(ctx) {
 			return false
 		}
@@ -485,11 +492,11 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 		})
 	} else {
 		lease := c.known.DeepCopy()
-		if holderOf(lease) != c.e.identity {
+		if leasestate.Holder(lease) != c.e.identity {
 			// A Lease created empty (the hypershift-operator creates the
 			// CPO's) and never held has no acquireTime: taking it is the
 			// first holding, not a transition.
-			if holderOf(lease) != "" || lease.Spec.AcquireTime != nil {
+			if leasestate.Holder(lease) != "" || lease.Spec.AcquireTime != nil {
 				lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 			}
 			lease.Spec.AcquireTime = &now
@@ -529,8 +536,7 @@ func (c *campaign) confirmExpiry(ctx context.Context) bool {
 		c.apply(observation{lease: lease, rv: lease.ResourceVersion})
 		// Unchanged, and expired by the clock that counts from the last
 		// change seen or from the end of a gap.
-		expiry := c.knownAt.Add(leaseDuration(lease, c.e.timings.LeaseDuration))
-		if lease.ResourceVersion != rv || c.e.clock.Now().Before(expiry) {
+		if lease.ResourceVersion != rv || !c.sighting(lease).Expired(c.e.clock.Now()) {
 			c.confirmedRV = ""
 			return false
 		}
@@ -594,7 +600,7 @@ func (c *campaign) renew(ctx context.Context) string {
 		if c.known == nil {
 			return "the Lease was deleted"
 		}
-		if h := holderOf(c.known); h != c.e.identity {
+		if h := leasestate.Holder(c.known); h != c.e.identity {
 			return fmt.Sprintf("the Lease is now held by %q", h)
 		}
 		// Its own earlier renewal landed after all (after an outage, the
@@ -624,7 +630,7 @@ func (c *campaign) currentHolder(ctx context.Context) string {
 	if err != nil {
 		return "unknown"
 	}
-	return holderOf(lease)
+	return leasestate.Holder(lease)
 }
 
 // refresh reads the Lease after a conflict.
@@ -662,7 +668,7 @@ func (c *campaign) releaseLease(ctx context.Context) error {
 		c.e.log.Info("Not releasing the Lease: failed to read it", "err", err.Error())
 		return nil
 	}
-	if h := holderOf(lease); h != c.e.identity {
+	if h := leasestate.Holder(lease); h != c.e.identity {
 		c.e.log.Info("Not releasing the Lease: another candidate holds it", "holder", h)
 		return fmt.Errorf("%w: the Lease is now held by %q", ErrLost, h)
 	}
@@ -673,7 +679,7 @@ func (c *campaign) releaseLease(ctx context.Context) error {
 	if _, err := c.e.api.Update(rctx, lease); err != nil {
 		if apierrors.IsConflict(err) {
 			c.refresh(rctx)
-			if h := holderOf(c.known); h != c.e.identity {
+			if h := leasestate.Holder(c.known); h != c.e.identity {
 				return fmt.Errorf("%w: the Lease is now held by %q", ErrLost, h)
 			}
 		}
@@ -710,19 +716,4 @@ func (e *Elector) setLeading(leading bool, renewed time.Time) {
 	if leading {
 		e.status.LastRenew = renewed
 	}
-}
-
-func holderOf(lease *coordinationv1.Lease) string {
-	if lease == nil {
-		return ""
-	}
-	return ptr.Deref(lease.Spec.HolderIdentity, "")
-}
-
-// leaseDuration is the holder's declared duration, or fallback.
-func leaseDuration(lease *coordinationv1.Lease, fallback time.Duration) time.Duration {
-	if s := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return fallback
 }

@@ -24,6 +24,15 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// Holder is the Lease's holderIdentity: "" for a nil Lease, a Lease
+// without a holder, or a released one.
+func Holder(lease *coordinationv1.Lease) string {
+	if lease == nil {
+		return ""
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
 // Duration is the lease duration the Lease declares, or fallback when it
 // declares none (or a non-positive one).
 func Duration(lease *coordinationv1.Lease, fallback time.Duration) time.Duration {

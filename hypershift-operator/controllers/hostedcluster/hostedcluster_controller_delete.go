@@ -18,6 +18,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // The reasons of the teardown's events, one per step.
@@ -174,7 +175,7 @@ func (r *Reconciler) controlPlaneOperatorAlive(ctx context.Context, s *scope) (b
 		}
 		return false, fmt.Errorf("failed to get the control-plane-operator Lease: %w", err)
 	}
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+	if leasestate.Holder(lease) == "" {
 		return false, nil
 	}
 	silent, _ := r.silentLease(lease)
