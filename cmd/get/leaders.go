@@ -2,6 +2,7 @@ package get
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -51,6 +52,8 @@ type leadersOptions struct {
 	watch               bool
 	watchInterval       time.Duration
 	hypershiftNamespace string
+	// names, when given, are the HostedClusters to show, in the namespace.
+	names []string
 
 	// now is the clock the command sees Leases change by.
 	now func() time.Time
@@ -65,7 +68,7 @@ type leadersOptions struct {
 func newLeadersCommand(now func() time.Time, out io.Writer) *cobra.Command {
 	o := &leadersOptions{now: now, out: out}
 	cmd := &cobra.Command{
-		Use:     "leaders",
+		Use:     "leaders [NAME...]",
 		Aliases: []string{"leader"},
 		Short:   "Show which pods hold the leader-election Leases",
 		Long: `Show which pod holds the Lease of the hypershift-operator and, for each
@@ -81,9 +84,16 @@ the age of renewTime by your clock, as information.
 HOLDER POD shows the phase of the control-plane-operator holder's pod, or
 HOLDER GONE when that pod no longer runs it (it does not exist, it failed or
 succeeded, or it is being deleted and its container terminated): the
-hypershift-operator then releases the Lease, and a standby takes it.`,
+hypershift-operator then releases the Lease, and a standby takes it.
+
+NAME... limits the listing to those HostedClusters in the namespace, as
+kubectl get takes names: a name that does not exist is an error, and names
+cannot be combined with --all-namespaces.`,
 		Example: `  # Leaders of the HostedClusters in the clusters namespace
   hypershift get leaders
+
+  # The leader of HostedCluster demo in namespace clusters
+  hypershift get leaders demo -n clusters
 
   # Leaders of every HostedCluster, as JSON
   hypershift get leaders -A -o json
@@ -93,8 +103,9 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
 
   # The hypershift-operator runs in another namespace
   hypershift get leaders -n clusters --hypershift-namespace hypershift-system`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			o.names = names
 			w := o.out
 			if w == nil {
 				w = cmd.OutOrStdout()
@@ -131,6 +142,9 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 		}
 	default:
 		return fmt.Errorf("unsupported output format %q: use table, wide, name, json, yaml or jsonpath=TEMPLATE", o.output)
+	}
+	if o.allNamespaces && len(o.names) > 0 {
+		return errors.New("a HostedCluster cannot be retrieved by name across all namespaces: drop --all-namespaces, and give its namespace with -n")
 	}
 	if o.watch && format != outputTable && format != outputWide {
 		return fmt.Errorf("--watch prints table rows: use it with -o table or -o wide, not %s", format)
@@ -192,33 +206,27 @@ func (o *leadersOptions) watchRows(ctx context.Context, c client.Client, out io.
 	}
 }
 
-// gather lists the HostedClusters in scope and reads the hypershift-operator's
-// Lease and, for every HostedCluster, sorted by namespace and name, its
-// control-plane-operator's Lease, judging each Lease as of now.
+// gather lists the HostedClusters in scope (or gets the named ones) and
+// reads the hypershift-operator's Lease and, for every HostedCluster, sorted
+// by namespace and name, its control-plane-operator's Lease, judging each
+// Lease as seen at now.
 func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.Time) (*Leaders, error) {
-	list := &hyperv1.HostedClusterList{}
-	var opts []client.ListOption
-	scope := "in all namespaces"
-	if !o.allNamespaces {
-		opts = append(opts, client.InNamespace(o.namespace))
-		scope = "in namespace " + o.namespace
-	}
-	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("failed to list HostedClusters %s: %w", scope, err)
+	list, err := o.hostedClusters(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	leaders := &Leaders{Clusters: []ClusterLeader{}}
-	var err error
 	leaders.HypershiftOperator, err = o.readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b hyperv1.HostedCluster) int {
+	slices.SortFunc(list, func(a, b hyperv1.HostedCluster) int {
 		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
 			return n
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	for _, hc := range list.Items {
+	for _, hc := range list {
 		cpNamespace := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
 		lease, err := o.readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
 		if err != nil {
@@ -235,6 +243,53 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 		})
 	}
 	return leaders, nil
+}
+
+// hostedClusters lists the HostedClusters in scope or, with names, gets
+// each named one in the namespace, as kubectl get does: every missing name
+// is reported, as the API server reports it (NotFound).
+func (o *leadersOptions) hostedClusters(ctx context.Context, c client.Client) ([]hyperv1.HostedCluster, error) {
+	if len(o.names) == 0 {
+		list := &hyperv1.HostedClusterList{}
+		var opts []client.ListOption
+		scope := "in all namespaces"
+		if !o.allNamespaces {
+			opts = append(opts, client.InNamespace(o.namespace))
+			scope = "in namespace " + o.namespace
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("failed to list HostedClusters %s: %w", scope, err)
+		}
+		return list.Items, nil
+	}
+	var found []hyperv1.HostedCluster
+	var missing []error
+	seen := map[string]bool{}
+	for _, name := range o.names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		hc := &hyperv1.HostedCluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: name}, hc); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, fmt.Errorf("%w in namespace %s", err, o.namespace))
+				continue
+			}
+			return nil, fmt.Errorf("failed to get HostedCluster %s/%s: %w", o.namespace, name, err)
+		}
+		found = append(found, *hc)
+	}
+	if len(missing) > 0 {
+		// One line, each missing name as the API server reports it.
+		format := strings.TrimSuffix(strings.Repeat("%w; ", len(missing)), "; ")
+		args := make([]any, len(missing))
+		for i, err := range missing {
+			args[i] = err
+		}
+		return nil, fmt.Errorf(format, args...)
+	}
+	return found, nil
 }
 
 // emptyMessage is what the table shows when no HostedCluster is in scope.
