@@ -50,7 +50,7 @@ func useOwnCertificates(env *envtest.Environment, dir string, extraIPs []string)
 	// envtest keeps the certificates it finds and trusts this CA; its
 	// clients' certificates are the CA's too.
 	apiServer.CA = ca.CertPEM()
-	apiServer.SecureServing.Authn = &caAuthn{ca: ca}
+	apiServer.Authn = &caAuthn{ca: ca}
 	return nil
 }
 
