@@ -2,6 +2,7 @@ package get
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -50,9 +52,13 @@ type leadersOptions struct {
 	watch               bool
 	watchInterval       time.Duration
 	hypershiftNamespace string
+	// names, when given, are the HostedClusters to show, in the namespace.
+	names []string
 
-	// now is the clock leases are judged against.
+	// now is the clock the command sees Leases change by.
 	now func() time.Time
+	// observer judges the Leases by the changes the command sees.
+	observer observer
 	// out receives the output; nil means the command's standard output.
 	out io.Writer
 }
@@ -62,19 +68,32 @@ type leadersOptions struct {
 func newLeadersCommand(now func() time.Time, out io.Writer) *cobra.Command {
 	o := &leadersOptions{now: now, out: out}
 	cmd := &cobra.Command{
-		Use:     "leaders",
+		Use:     "leaders [NAME...]",
 		Aliases: []string{"leader"},
 		Short:   "Show which pods hold the leader-election Leases",
 		Long: `Show which pod holds the Lease of the hypershift-operator and, for each
 HostedCluster, the Lease of its control-plane-operator in the control-plane
-namespace. A Lease is valid while it has a holder and its last renewal plus
-its duration lies in the future; a missing Lease has no holder and is not valid.
+namespace. VALID is judged as the candidates judge it, by the changes this
+command sees on its own clock, never by comparing renewTime (written on the
+holder's clock) with yours: a Lease without a holder, or a missing one, is not
+valid; with --watch, a Lease seen written is valid until it goes its lease
+duration without a change, and then expired (false). A single listing sees
+each Lease once and cannot tell a live holder from a silent one: it shows
+unknown for a held Lease (and omits "valid" from -o json|yaml). LAST RENEW is
+the age of renewTime by your clock, as information.
 HOLDER POD shows the phase of the control-plane-operator holder's pod, or
 HOLDER GONE when that pod no longer runs it (it does not exist, it failed or
 succeeded, or it is being deleted and its container terminated): the
-hypershift-operator then releases the Lease, and a standby takes it.`,
+hypershift-operator then releases the Lease, and a standby takes it.
+
+NAME... limits the listing to those HostedClusters in the namespace, as
+kubectl get takes names: a name that does not exist is an error, and names
+cannot be combined with --all-namespaces.`,
 		Example: `  # Leaders of the HostedClusters in the clusters namespace
   hypershift get leaders
+
+  # The leader of HostedCluster demo in namespace clusters
+  hypershift get leaders demo -n clusters
 
   # Leaders of every HostedCluster, as JSON
   hypershift get leaders -A -o json
@@ -84,8 +103,9 @@ hypershift-operator then releases the Lease, and a standby takes it.`,
 
   # The hypershift-operator runs in another namespace
   hypershift get leaders -n clusters --hypershift-namespace hypershift-system`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			o.names = names
 			w := o.out
 			if w == nil {
 				w = cmd.OutOrStdout()
@@ -122,6 +142,9 @@ func (o *leadersOptions) run(ctx context.Context, out io.Writer) error {
 		}
 	default:
 		return fmt.Errorf("unsupported output format %q: use table, wide, name, json, yaml or jsonpath=TEMPLATE", o.output)
+	}
+	if o.allNamespaces && len(o.names) > 0 {
+		return errors.New("a HostedCluster cannot be retrieved by name across all namespaces: drop --all-namespaces, and give its namespace with -n")
 	}
 	if o.watch && format != outputTable && format != outputWide {
 		return fmt.Errorf("--watch prints table rows: use it with -o table or -o wide, not %s", format)
@@ -183,35 +206,29 @@ func (o *leadersOptions) watchRows(ctx context.Context, c client.Client, out io.
 	}
 }
 
-// gather lists the HostedClusters in scope and reads the hypershift-operator's
-// Lease and, for every HostedCluster, sorted by namespace and name, its
-// control-plane-operator's Lease, judging each Lease as of now.
+// gather lists the HostedClusters in scope (or gets the named ones) and
+// reads the hypershift-operator's Lease and, for every HostedCluster, sorted
+// by namespace and name, its control-plane-operator's Lease, judging each
+// Lease as seen at now.
 func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.Time) (*Leaders, error) {
-	list := &hyperv1.HostedClusterList{}
-	var opts []client.ListOption
-	scope := "in all namespaces"
-	if !o.allNamespaces {
-		opts = append(opts, client.InNamespace(o.namespace))
-		scope = "in namespace " + o.namespace
-	}
-	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("failed to list HostedClusters %s: %w", scope, err)
-	}
-	leaders := &Leaders{Clusters: []ClusterLeader{}}
-	var err error
-	leaders.HypershiftOperator, err = readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
+	list, err := o.hostedClusters(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b hyperv1.HostedCluster) int {
+	leaders := &Leaders{Clusters: []ClusterLeader{}}
+	leaders.HypershiftOperator, err = o.readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list, func(a, b hyperv1.HostedCluster) int {
 		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
 			return n
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	for _, hc := range list.Items {
+	for _, hc := range list {
 		cpNamespace := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
-		lease, err := readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
+		lease, err := o.readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
 		if err != nil {
 			return nil, err
 		}
@@ -228,6 +245,53 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 	return leaders, nil
 }
 
+// hostedClusters lists the HostedClusters in scope or, with names, gets
+// each named one in the namespace, as kubectl get does: every missing name
+// is reported, as the API server reports it (NotFound).
+func (o *leadersOptions) hostedClusters(ctx context.Context, c client.Client) ([]hyperv1.HostedCluster, error) {
+	if len(o.names) == 0 {
+		list := &hyperv1.HostedClusterList{}
+		var opts []client.ListOption
+		scope := "in all namespaces"
+		if !o.allNamespaces {
+			opts = append(opts, client.InNamespace(o.namespace))
+			scope = "in namespace " + o.namespace
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("failed to list HostedClusters %s: %w", scope, err)
+		}
+		return list.Items, nil
+	}
+	var found []hyperv1.HostedCluster
+	var missing []error
+	seen := map[string]bool{}
+	for _, name := range o.names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		hc := &hyperv1.HostedCluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: name}, hc); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, fmt.Errorf("%w in namespace %s", err, o.namespace))
+				continue
+			}
+			return nil, fmt.Errorf("failed to get HostedCluster %s/%s: %w", o.namespace, name, err)
+		}
+		found = append(found, *hc)
+	}
+	if len(missing) > 0 {
+		// One line, each missing name as the API server reports it.
+		format := strings.TrimSuffix(strings.Repeat("%w; ", len(missing)), "; ")
+		args := make([]any, len(missing))
+		for i, err := range missing {
+			args[i] = err
+		}
+		return nil, fmt.Errorf(format, args...)
+	}
+	return found, nil
+}
+
 // emptyMessage is what the table shows when no HostedCluster is in scope.
 func (o *leadersOptions) emptyMessage() string {
 	if o.allNamespaces {
@@ -236,13 +300,14 @@ func (o *leadersOptions) emptyMessage() string {
 	return fmt.Sprintf("No HostedClusters found in namespace %s.", o.namespace)
 }
 
-// readLease reads the Lease namespace/name; a missing Lease has no holder
-// and is not valid.
-func readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, error) {
-	status := LeaseStatus{Namespace: namespace, Name: name}
+// readLease reads the Lease namespace/name and judges it as seen at now; a
+// missing Lease has no holder and is not valid.
+func (o *leadersOptions) readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, error) {
+	status := LeaseStatus{Namespace: namespace, Name: name, Valid: ptr.To(false)}
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); err != nil {
 		if apierrors.IsNotFound(err) {
+			o.observer.forget(namespace, name)
 			return status, nil
 		}
 		return status, fmt.Errorf("failed to read Lease %s/%s: %w", namespace, name, err)
@@ -259,7 +324,7 @@ func readLease(ctx context.Context, c client.Client, namespace, name string, now
 	}
 	status.AcquireTime = toTime(spec.AcquireTime)
 	status.RenewTime = toTime(spec.RenewTime)
-	status.Valid = leaseValid(spec, now)
+	status.Valid = o.observer.judge(lease, now)
 	return status, nil
 }
 
@@ -285,16 +350,6 @@ func judgeHolder(ctx context.Context, c client.Client, lease *LeaseStatus) error
 	verdict := holderpod.Judge(pod, hyperv1.ControlPlaneOperatorName)
 	lease.HolderGone, lease.HolderPod = verdict.Gone, verdict.Reason
 	return nil
-}
-
-// leaseValid reports whether a Lease has a holder whose last renewal plus
-// the Lease's duration is after now.
-func leaseValid(spec coordinationv1.LeaseSpec, now time.Time) bool {
-	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	expiry := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
-	return expiry.After(now)
 }
 
 // toTime converts a Lease's MicroTime to a Time truncated to the second, so

@@ -183,6 +183,8 @@ func TestLeadersOutput(t *testing.T) {
 		{golden: "all.json", args: []string{"leaders", "--all-namespaces", "-o", "json"}},
 		{golden: "all.yaml", args: []string{"leaders", "-A", "--output", "yaml"}},
 		{golden: "namespace.table", args: []string{"leader", "-n", "leaders-b"}},
+		// Names, as kubectl get takes them: only those, sorted, each once.
+		{golden: "named.table", args: []string{"leaders", "stale", "demo", "stale", "-n", "leaders-a"}},
 		// The kubeconfig context's namespace is not the default: clusters is,
 		// for every command.
 		{golden: "default-namespace.table", args: []string{"leaders", "--kubeconfig", inLeadersA, "--hypershift-namespace", "leaders-nowhere"}},
@@ -245,6 +247,11 @@ func TestLeadersErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	grantListHostedClusters(t, "leaders-readers")
+	createFixtures(t)
+	admin, err := env.AddUserKubeconfig("leaders-errors-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -254,7 +261,11 @@ func TestLeadersErrors(t *testing.T) {
 		{name: "bad output, checked before the API server is contacted", args: []string{"leaders", "-o", "custom-columns=A:.a", "--kubeconfig", down}, want: `unsupported output format "custom-columns=A:.a": use table, wide, name, json, yaml or jsonpath=TEMPLATE`},
 		{name: "bad jsonpath, checked before the API server is contacted", args: []string{"leaders", "-o", "jsonpath={.clusters[", "--kubeconfig", down}, want: `invalid jsonpath template "{.clusters["`},
 		{name: "watch with JSON", args: []string{"leaders", "-w", "-o", "json", "--kubeconfig", down}, want: "--watch prints table rows: use it with -o table or -o wide, not json"},
-		{name: "unexpected argument", args: []string{"leaders", "demo", "--kubeconfig", down}, want: `unknown command "demo" for "get leaders"`},
+		{name: "a name with --all-namespaces, checked before the API server is contacted", args: []string{"leaders", "demo", "-A", "--kubeconfig", down}, want: "a HostedCluster cannot be retrieved by name across all namespaces"},
+		{name: "an unknown name, as kubectl reports it", args: []string{"leaders", "nope", "-n", "leaders-a", "--kubeconfig", admin}, want: `hostedclusters.hypershift.openshift.io "nope" not found in namespace leaders-a`},
+		{name: "unknown names beside a known one, each reported", args: []string{"leaders", "nope", "demo", "nada", "-n", "leaders-a", "--kubeconfig", admin},
+			want: `hostedclusters.hypershift.openshift.io "nope" not found in namespace leaders-a; hostedclusters.hypershift.openshift.io "nada" not found in namespace leaders-a`},
+		{name: "a name in another namespace is not found", args: []string{"leaders", "alpha", "-n", "leaders-a", "--kubeconfig", admin}, want: `hostedclusters.hypershift.openshift.io "alpha" not found in namespace leaders-a`},
 		{name: "unknown subcommand", args: []string{"leaderz"}, want: `unknown command "leaderz" for "get"`},
 		{name: "API server down", args: []string{"leaders", "--kubeconfig", down, "--request-timeout", "5s"}, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "listing forbidden", args: []string{"leaders", "-n", "leaders-a", "--kubeconfig", nobody}, want: `cannot list resource "hostedclusters" in API group "hypershift.openshift.io" in the namespace "leaders-a"`},

@@ -32,9 +32,12 @@ type LeaseStatus struct {
 	RenewTime            *metav1.Time `json:"renewTime,omitempty"`
 	LeaseDurationSeconds int32        `json:"leaseDurationSeconds,omitempty"`
 	LeaseTransitions     int32        `json:"leaseTransitions"`
-	// Valid is true while the Lease has a holder and its renewTime plus
-	// leaseDurationSeconds is in the future.
-	Valid bool `json:"valid"`
+	// Valid is false when the Lease has no holder or the command saw it go
+	// its lease duration without a change, true when the command saw it
+	// written within its lease duration, and absent (unknown) otherwise: a
+	// single listing sees each Lease once. It never compares renewTime,
+	// written on the holder's clock, with the command's (see observer).
+	Valid *bool `json:"valid,omitempty"`
 	// HolderPod is, for a control-plane-operator Lease with a holder, the
 	// phase of the holder's pod, or why the holder is gone; empty when not
 	// known.
@@ -199,7 +202,7 @@ func printChangedRows(out io.Writer, before, after *Leaders, now time.Time, opts
 }
 
 func leaseChanged(a, b LeaseStatus) bool {
-	return a.HolderIdentity != b.HolderIdentity || a.Valid != b.Valid || a.LeaseTransitions != b.LeaseTransitions ||
+	return a.HolderIdentity != b.HolderIdentity || validColumn(a.Valid) != validColumn(b.Valid) || a.LeaseTransitions != b.LeaseTransitions ||
 		a.HolderPod != b.HolderPod || a.HolderGone != b.HolderGone
 }
 
@@ -245,18 +248,31 @@ func holderPodColumn(l LeaseStatus) string {
 }
 
 // leaseColumns renders HOLDER, LEADING FOR, LAST RENEW, TRANSITIONS and
-// VALID. LEADING FOR is shown only while the Lease is valid: once it has
-// expired nobody leads.
+// VALID (true, false or unknown). LEADING FOR is shown only while the Lease
+// is held and not seen expired: once it has expired nobody leads.
 func leaseColumns(l LeaseStatus, now time.Time) string {
 	holder, leadingFor, lastRenew := none, none, none
 	if l.HolderIdentity != "" {
 		holder = l.HolderIdentity
 	}
-	if l.Valid && l.AcquireTime != nil {
+	if l.HolderIdentity != "" && !isFalse(l.Valid) && l.AcquireTime != nil {
 		leadingFor = duration.HumanDuration(now.Sub(l.AcquireTime.Time))
 	}
 	if l.RenewTime != nil {
 		lastRenew = duration.HumanDuration(now.Sub(l.RenewTime.Time)) + " ago"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", holder, leadingFor, lastRenew, l.LeaseTransitions, strconv.FormatBool(l.Valid))
+	return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", holder, leadingFor, lastRenew, l.LeaseTransitions, validColumn(l.Valid))
+}
+
+// validColumn renders VALID: true, false, or unknown when the command
+// cannot tell.
+func validColumn(valid *bool) string {
+	if valid == nil {
+		return "unknown"
+	}
+	return strconv.FormatBool(*valid)
+}
+
+func isFalse(valid *bool) bool {
+	return valid != nil && !*valid
 }

@@ -11,24 +11,41 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestLeaseValid(t *testing.T) {
-	renewed := func(ago time.Duration) *metav1.MicroTime { return ptr.To(metav1.NewMicroTime(fixedNow.Add(-ago))) }
+// TestObserverJudge checks the rule `get leaders` judges VALID by: the
+// changes the command sees on its own clock, never renewTime (here always
+// on a clock an hour off, behind or ahead).
+func TestObserverJudge(t *testing.T) {
+	type step struct {
+		after time.Duration // since the first sighting
+		rv    string
+		want  string // true, false or unknown
+	}
+	held := func(holder string, renewedFromNow time.Duration, seconds *int32) coordinationv1.LeaseSpec {
+		return coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), RenewTime: ptr.To(metav1.NewMicroTime(fixedNow.Add(renewedFromNow))), LeaseDurationSeconds: seconds}
+	}
 	for _, tc := range []struct {
-		name string
-		spec coordinationv1.LeaseSpec
-		want bool
+		name  string
+		spec  coordinationv1.LeaseSpec
+		steps []step
 	}{
-		{name: "renewed within its duration", spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), RenewTime: renewed(5 * time.Second), LeaseDurationSeconds: ptr.To[int32](15)}, want: true},
-		{name: "expired", spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), RenewTime: renewed(time.Hour), LeaseDurationSeconds: ptr.To[int32](15)}, want: false},
-		{name: "expires exactly now", spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), RenewTime: renewed(15 * time.Second), LeaseDurationSeconds: ptr.To[int32](15)}, want: false},
-		{name: "released", spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""), RenewTime: renewed(time.Second), LeaseDurationSeconds: ptr.To[int32](15)}, want: false},
-		{name: "no holder", spec: coordinationv1.LeaseSpec{RenewTime: renewed(time.Second), LeaseDurationSeconds: ptr.To[int32](15)}, want: false},
-		{name: "never renewed", spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](15)}, want: false},
-		{name: "no duration", spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), RenewTime: renewed(time.Second)}, want: false},
+		{name: "when the Lease has no holder, it is not valid", spec: held("", 0, ptr.To[int32](15)), steps: []step{{0, "1", "false"}}},
+		{name: "when the Lease has no holder identity at all, it is not valid", spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](15)}, steps: []step{{0, "1", "false"}}},
+		{name: "when the Lease declares no duration, it is not valid", spec: held("a", 0, nil), steps: []step{{0, "1", "false"}}},
+		{name: "when a Lease is seen once, its validity is unknown, although renewTime plus its duration passed an hour ago", spec: held("a", -time.Hour, ptr.To[int32](15)), steps: []step{{0, "1", "unknown"}}},
+		{name: "when a Lease stays unchanged for its duration, it has expired, although renewTime plus its duration lies an hour ahead", spec: held("a", time.Hour, ptr.To[int32](15)), steps: []step{
+			{0, "1", "unknown"}, {14 * time.Second, "1", "unknown"}, {15 * time.Second, "1", "false"},
+		}},
+		{name: "when a Lease is seen written, it is valid until it goes its duration without a change, although renewTime is an hour old", spec: held("a", -time.Hour, ptr.To[int32](15)), steps: []step{
+			{0, "1", "unknown"}, {5 * time.Second, "2", "true"}, {19 * time.Second, "2", "true"}, {20 * time.Second, "2", "false"}, {21 * time.Second, "3", "true"},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := leaseValid(tc.spec, fixedNow); got != tc.want {
-				t.Errorf("leaseValid = %t, want %t", got, tc.want)
+			var o observer
+			for _, st := range tc.steps {
+				lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lease", ResourceVersion: st.rv}, Spec: tc.spec}
+				if got := validColumn(o.judge(lease, fixedNow.Add(st.after))); got != st.want {
+					t.Errorf("after %s at resourceVersion %s: valid %s, want %s", st.after, st.rv, got, st.want)
+				}
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // timings are the defaults: LD 60s, RD 45s, RP 2s, RI 30s.
@@ -141,7 +142,7 @@ func TestAcquireWhenMissing(t *testing.T) {
 		t.Fatalf("after acquiring it waits %v, want the renew interval %s", w, timings.Renew())
 	}
 	l := api.current()
-	if holderOf(l) != "a" || *l.Spec.LeaseDurationSeconds != 60 || *l.Spec.LeaseTransitions != 0 {
+	if leasestate.Holder(l) != "a" || *l.Spec.LeaseDurationSeconds != 60 || *l.Spec.LeaseTransitions != 0 {
 		t.Fatalf("lease %+v", l.Spec)
 	}
 	if n := api.count("create"); n != 1 {
@@ -230,7 +231,7 @@ func TestStepDownAtTheRenewDeadline(t *testing.T) {
 	if n := api.count("update"); n != 8 {
 		t.Errorf("%d renewal attempts, want 8", n)
 	}
-	if holderOf(api.current()) != "a" {
+	if leasestate.Holder(api.current()) != "a" {
 		t.Error("a leader cut off must not release")
 	}
 	select {
@@ -261,8 +262,8 @@ func TestCutOffLeaderLeadsAgain(t *testing.T) {
 	if second.Err() != nil || !a.leading() {
 		t.Fatal("it did not lead again once its renewal succeeded")
 	}
-	if l := api.current(); holderOf(l) != "a" || *l.Spec.LeaseTransitions != transitions {
-		t.Fatalf("holder %q transitions %d, want a and %d", holderOf(l), *l.Spec.LeaseTransitions, transitions)
+	if l := api.current(); leasestate.Holder(l) != "a" || *l.Spec.LeaseTransitions != transitions {
+		t.Fatalf("holder %q transitions %d, want a and %d", leasestate.Holder(l), *l.Spec.LeaseTransitions, transitions)
 	}
 }
 
@@ -333,7 +334,7 @@ func TestFollowerWatchesAndTakesOverAtExpiry(t *testing.T) {
 	clk.Step(timings.RetryPeriod)
 	b.awaitLead(t)
 	l := api.current()
-	if holderOf(l) != "b" || *l.Spec.LeaseTransitions != 1 || !l.Spec.AcquireTime.Time.Equal(clk.Now()) {
+	if leasestate.Holder(l) != "b" || *l.Spec.LeaseTransitions != 1 || !l.Spec.AcquireTime.Time.Equal(clk.Now()) {
 		t.Fatalf("lease after the takeover %+v", l.Spec)
 	}
 	if n := api.count("get"); n != 2 {
@@ -364,7 +365,7 @@ func TestReleaseOrder(t *testing.T) {
 	a := startWith(t, api, clk, "a", false, func() {
 		// The leader-only work is still stopping: the Lease must be held.
 		time.Sleep(50 * time.Millisecond)
-		stopped <- holderOf(api.current())
+		stopped <- leasestate.Holder(api.current())
 	})
 	a.awaitLead(t)
 	a.settle(t)
@@ -375,7 +376,7 @@ func TestReleaseOrder(t *testing.T) {
 	if h := <-stopped; h != "a" {
 		t.Fatalf("the Lease was held by %q while the leader-only work stopped, want still a", h)
 	}
-	if h := holderOf(api.current()); h != "" {
+	if h := leasestate.Holder(api.current()); h != "" {
 		t.Fatalf("after the stop the holder is %q, want released", h)
 	}
 }
@@ -389,7 +390,7 @@ func TestReleaseOnlyWhenStillHolder(t *testing.T) {
 	if err := a.awaitExit(t); !errors.Is(err, ErrLost) || !containsAll(err.Error(), `held by "c"`) {
 		t.Fatalf("a stop that finds the Lease taken returned %v, want it lost to c", err)
 	}
-	if h := holderOf(api.current()); h != "c" {
+	if h := leasestate.Holder(api.current()); h != "c" {
 		t.Fatalf("the late release clobbered the new holder: holder %q", h)
 	}
 	if n := api.count("update"); n != 0 {
@@ -451,7 +452,7 @@ func TestRenewalConflictWithItselfIsAdopted(t *testing.T) {
 	a.settle(t)
 	clk.Step(timings.RetryPeriod)
 	a.settle(t)
-	if !a.leading() || holderOf(api.current()) != "a" || api.current().Labels["x"] != "y" {
+	if !a.leading() || leasestate.Holder(api.current()) != "a" || api.current().Labels["x"] != "y" {
 		t.Fatalf("leading %v, lease %+v", a.leading(), api.current())
 	}
 	if n := api.count("get"); n != 1 {
@@ -493,8 +494,8 @@ func TestStaleEventsAreIgnored(t *testing.T) {
 	clk.Step(time.Second)
 	c.apply(observation{lease: older, rv: "9"})
 	c.apply(observation{lease: newer, rv: "12"})
-	if c.knownRV != "12" || holderOf(c.known) != "a" || !c.knownAt.Equal(seen) {
-		t.Fatalf("known %s held by %q seen at %s", c.knownRV, holderOf(c.known), c.knownAt)
+	if c.knownRV != "12" || leasestate.Holder(c.known) != "a" || !c.knownAt.Equal(seen) {
+		t.Fatalf("known %s held by %q seen at %s", c.knownRV, leasestate.Holder(c.known), c.knownAt)
 	}
 }
 
@@ -517,7 +518,7 @@ func TestNoReleaseLeavesTheLeaseHeld(t *testing.T) {
 	if err := a.awaitExit(t); err != nil {
 		t.Fatalf("a graceful stop returned %v", err)
 	}
-	if holderOf(api.current()) != "a" {
+	if leasestate.Holder(api.current()) != "a" {
 		t.Fatal("the Lease was released")
 	}
 }
@@ -578,7 +579,7 @@ func TestStopAfterTheDeadlineIsALoss(t *testing.T) {
 	if !errors.Is(err, ErrLost) || !containsAll(err.Error(), `held by "b"`) {
 		t.Fatalf("got %v, want a loss naming the holder b", err)
 	}
-	if h := holderOf(api.current()); h != "b" {
+	if h := leasestate.Holder(api.current()); h != "b" {
 		t.Fatalf("holder %q, want b untouched", h)
 	}
 }
@@ -631,12 +632,12 @@ func TestFollowerPrefersTheIncumbentAfterAnOutage(t *testing.T) {
 			clk.Step(timings.RetryPeriod)
 			b.settle(t)
 			if tt.ignoreGaps {
-				if h := holderOf(api.current()); h != "b" {
+				if h := leasestate.Holder(api.current()); h != "b" {
 					t.Fatalf("without the rule the follower did not take over (holder %q): the control proves nothing", h)
 				}
 				return
 			}
-			if h := holderOf(api.current()); h != "incumbent" {
+			if h := leasestate.Holder(api.current()); h != "incumbent" {
 				t.Fatalf("the follower took the Lease right after the outage (holder %q)", h)
 			}
 			// The incumbent renews within its retry period; the follower

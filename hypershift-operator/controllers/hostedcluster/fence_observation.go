@@ -18,6 +18,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // Fence observation: LeaderFencing=True is not what the HO applied but what
@@ -82,7 +83,7 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 	if !s.fenced {
 		return ctrl.Result{}, nil
 	}
-	holder := holderOf(lease)
+	holder := leasestate.Holder(lease)
 	observed, err := r.fenceObserved(ctx, s.namespace, holder)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -134,7 +135,7 @@ func (r *Reconciler) fenceObserved(ctx context.Context, namespace, holder string
 // re-created.
 func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState, holder, fenced string) (ctrl.Result, error) {
 	live := &coordinationv1.Lease{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, live); err == nil && holderOf(live) == fenced {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, live); err == nil && leasestate.Holder(live) == fenced {
 		// The HO's cache lags behind the API server: look again shortly.
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	}
@@ -175,11 +176,4 @@ func setFenceVerified(s *scope, holder string) {
 		message = "The API server refuses every control-plane-operator write until a pod holds Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
 	}
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionTrue, "AsExpected", message)
-}
-
-func holderOf(lease *coordinationv1.Lease) string {
-	if lease == nil || lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
 }

@@ -18,6 +18,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // The reasons of the teardown's events, one per step.
@@ -161,8 +162,11 @@ func (r *Reconciler) deleteHostedControlPlane(ctx context.Context, s *scope) (bo
 	return false, ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
-// controlPlaneOperatorAlive reports whether a CPO holds a Lease that has
-// not expired: renewed within its duration, by the local clock.
+// controlPlaneOperatorAlive reports whether a CPO may still hold the Lease:
+// the Lease names a holder, and this process has not seen it go its lease
+// duration without a change (leaseClock). The holder's renewTime is not
+// judged: it is written on the holder's clock (see leasestate). A Lease
+// this process has not seen yet counts as alive; the teardown waits.
 func (r *Reconciler) controlPlaneOperatorAlive(ctx context.Context, s *scope) (bool, error) {
 	lease := &coordinationv1.Lease{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
@@ -171,12 +175,11 @@ func (r *Reconciler) controlPlaneOperatorAlive(ctx context.Context, s *scope) (b
 		}
 		return false, fmt.Errorf("failed to get the control-plane-operator Lease: %w", err)
 	}
-	spec := lease.Spec
-	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
+	if leasestate.Holder(lease) == "" {
 		return false, nil
 	}
-	expiry := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
-	return r.now().Before(expiry), nil
+	silent, _ := r.silentLease(lease)
+	return !silent, nil
 }
 
 // deleteNamespace deletes the control-plane namespace and waits until the

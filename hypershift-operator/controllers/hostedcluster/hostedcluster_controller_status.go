@@ -17,6 +17,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // maxHistory bounds status.version.history; the oldest entries go first.
@@ -126,10 +127,7 @@ func leaderStatus(lease *coordinationv1.Lease) *hyperv1.ControlPlaneOperatorStat
 	if lease == nil {
 		return nil
 	}
-	status := &hyperv1.ControlPlaneOperatorStatus{}
-	if lease.Spec.HolderIdentity != nil {
-		status.HolderIdentity = *lease.Spec.HolderIdentity
-	}
+	status := &hyperv1.ControlPlaneOperatorStatus{HolderIdentity: leasestate.Holder(lease)}
 	if lease.Spec.LeaseTransitions != nil {
 		status.LeaseTransitions = *lease.Spec.LeaseTransitions
 	}

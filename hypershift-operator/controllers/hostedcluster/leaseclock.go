@@ -13,16 +13,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // leaseClock judges, on the HO's own clock, how long each control-plane-
 // operator Lease has gone without a change: the way the node lifecycle
 // controller judges node heartbeats and the elector's followers judge a
 // holder, from the last change seen and never from the holder's renewTime,
-// whose clock may be skewed. A renewal changes the Lease's resourceVersion;
-// a Lease that has not changed for its lease duration has no valid holder,
-// and its HostedCluster is woken so that status says so. Renewals are not
-// reconciles: only a Lease going silent, or a change of holder, wakes one.
+// whose clock may be skewed (leasestate's rule). A renewal changes the
+// Lease's resourceVersion; a Lease that has not changed for its lease
+// duration has no valid holder, and its HostedCluster is woken so that
+// status says so. Renewals are not reconciles: only a Lease going silent,
+// or a change of holder, wakes one. The teardown asks it too, before it
+// finalizes a HostedControlPlane no control-plane-operator finalized.
 type leaseClock struct {
 	clock clock.WithDelayedExecution
 	// fallback is the lease duration of a Lease that declares none.
@@ -36,10 +40,8 @@ type leaseClock struct {
 
 // leaseSeen is the last change seen of one Lease.
 type leaseSeen struct {
-	resourceVersion string
-	at              time.Time
-	duration        time.Duration
-	timer           clock.Timer
+	leasestate.Sighting
+	timer clock.Timer
 }
 
 // silent reports whether the Lease key has gone unchanged for its lease
@@ -51,36 +53,34 @@ func (c *leaseClock) silent(key types.NamespacedName) (bool, time.Duration) {
 	if seen == nil {
 		return false, 0
 	}
-	return c.clock.Since(seen.at) >= seen.duration, seen.duration
+	return seen.Expired(c.clock.Now()), seen.Duration
 }
 
 // observe records a Lease as seen now when it changed, and arms a timer that
 // wakes its HostedClusters once it has gone its lease duration without one.
 func (c *leaseClock) observe(ctx context.Context, lease *coordinationv1.Lease, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	key := client.ObjectKeyFromObject(lease)
-	duration := c.fallback
-	if lease.Spec.LeaseDurationSeconds != nil && *lease.Spec.LeaseDurationSeconds > 0 {
-		duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
 		c.seen = map[types.NamespacedName]*leaseSeen{}
 	}
-	seen := c.seen[key]
-	if seen != nil && seen.resourceVersion == lease.ResourceVersion {
+	var last *leasestate.Sighting
+	if seen := c.seen[key]; seen != nil {
+		last = &seen.Sighting
+	}
+	sighting, changed := leasestate.See(last, lease, c.clock.Now(), c.fallback)
+	if !changed {
 		return
 	}
-	if seen != nil {
+	if seen := c.seen[key]; seen != nil {
 		seen.timer.Stop()
 	}
 	requests := c.requests(ctx, lease)
 	c.seen[key] = &leaseSeen{
-		resourceVersion: lease.ResourceVersion,
-		at:              c.clock.Now(),
-		duration:        duration,
+		Sighting: sighting,
 		// A moment past the duration, so that silent agrees when it fires.
-		timer: c.clock.AfterFunc(duration+100*time.Millisecond, func() {
+		timer: c.clock.AfterFunc(sighting.Duration+100*time.Millisecond, func() {
 			for _, request := range requests {
 				queue.Add(request)
 			}

@@ -169,6 +169,31 @@ func TestDelete(t *testing.T) {
 			return fmt.Errorf("no ControlPlaneOperatorUnavailable event among %d", len(list.Items))
 		})
 	})
+
+	t.Run("when the CPO's clock is skewed, the teardown judges its Lease by the changes it sees, not by renewTime", func(t *testing.T) {
+		startOperator(t, nil) // a 3s teardown timeout
+		const leaseSeconds = 3
+		c := newCluster(t, "4.17.0", nil)
+		awaitControlPlane(t, c)
+		// Its clock an hour behind: every renewTime plus the lease
+		// duration lies in the past, yet it renews every second.
+		stop := renewWithSkew(t, c, "cpo-behind", leaseSeconds, -time.Hour)
+		hcp := finalizeAndDelete(t, c)
+		for end := time.Now().Add(3*time.Second + 3*leaseSeconds*time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hcp), hcp); err != nil {
+				t.Fatalf("while a CPO renews the Lease: %v", err)
+			}
+			if len(hcp.Finalizers) == 0 {
+				t.Fatal("the HO removed the HostedControlPlane's finalizers while a CPO renewed the Lease")
+			}
+		}
+		stop()
+		// Its last renewal from a clock an hour ahead: renewTime plus the
+		// lease duration lies an hour in the future, yet nobody renews.
+		stopAhead := renewWithSkew(t, c, "cpo-ahead", leaseSeconds, time.Hour)
+		stopAhead()
+		awaitGone(t, c)
+	})
 }
 
 // deleteWithFinalizedControlPlane creates a HostedCluster, holds its
@@ -177,6 +202,13 @@ func TestDelete(t *testing.T) {
 func deleteWithFinalizedControlPlane(t *testing.T) (*cluster, *hyperv1.HostedControlPlane) {
 	t.Helper()
 	c := newCluster(t, "4.17.0", nil)
+	return c, finalizeAndDelete(t, c)
+}
+
+// finalizeAndDelete holds c's HostedControlPlane with a finalizer as a CPO
+// does, and deletes the HostedCluster.
+func finalizeAndDelete(t *testing.T, c *cluster) *hyperv1.HostedControlPlane {
+	t.Helper()
 	hcp := awaitControlPlane(t, c)
 	patch := client.MergeFrom(hcp.DeepCopy())
 	controllerutil.AddFinalizer(hcp, "control-plane-operator.hypershift.openshift.io/finalizer")
@@ -186,7 +218,7 @@ func deleteWithFinalizedControlPlane(t *testing.T) (*cluster, *hyperv1.HostedCon
 	if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
 		t.Fatal(err)
 	}
-	return c, hcp
+	return hcp
 }
 
 func awaitControlPlane(t *testing.T, c *cluster) *hyperv1.HostedControlPlane {

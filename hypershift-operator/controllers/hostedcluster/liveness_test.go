@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -22,17 +23,30 @@ import (
 // called, with a lease duration of leaseSeconds, as a leading CPO would.
 func renewAs(t *testing.T, c *cluster, holder string, leaseSeconds int32) (stop func()) {
 	t.Helper()
+	return renewWithSkew(t, c, holder, leaseSeconds, 0)
+}
+
+// renewWithSkew is renewAs by a CPO whose clock is off by skew: it writes
+// renewTime as now plus skew. It creates the Lease when it is missing, as
+// the CPO does where the HO does not fence.
+func renewWithSkew(t *testing.T, c *cluster, holder string, leaseSeconds int32, skew time.Duration) (stop func()) {
+	t.Helper()
 	var stopped atomic.Bool
 	done := make(chan struct{})
 	renew := func() error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			lease := &coordinationv1.Lease{}
-			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+			err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: hyperv1.ControlPlaneOperatorLeaseName}, lease)
+			if err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 			lease.Spec.HolderIdentity = ptr.To(holder)
 			lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds)
-			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(skew)}
+			if apierrors.IsNotFound(err) {
+				lease.Namespace, lease.Name = c.controlPlaneNamespace(), hyperv1.ControlPlaneOperatorLeaseName
+				return env.Client.Create(t.Context(), lease)
+			}
 			return env.Client.Update(t.Context(), lease)
 		})
 	}

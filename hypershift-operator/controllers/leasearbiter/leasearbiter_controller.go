@@ -19,6 +19,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/holderpod"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 const (
@@ -79,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.released.Delete(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	holder := leasestate.Holder(lease)
 	if rv, ok := r.released.Load(req.NamespacedName); ok {
 		if rv == lease.ResourceVersion {
 			return ctrl.Result{}, nil // released already; the cache is behind
@@ -145,7 +146,7 @@ func (r *Reconciler) hostedClusterOf(ctx context.Context, ns string) (*hyperv1.H
 // resourceVersion of the read that named the gone holder, and records it.
 func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lease *coordinationv1.Lease, verdict holderpod.Verdict) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	holder := leasestate.Holder(lease)
 	if r.beforeRelease != nil {
 		r.beforeRelease(ctx, lease)
 	}

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
 // PodLabels select the control-plane-operator's pods (the label of its
@@ -59,7 +59,7 @@ var holderChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		oldLease, ok1 := e.ObjectOld.(*coordinationv1.Lease)
 		newLease, ok2 := e.ObjectNew.(*coordinationv1.Lease)
-		return !ok1 || !ok2 || ptr.Deref(oldLease.Spec.HolderIdentity, "") != ptr.Deref(newLease.Spec.HolderIdentity, "")
+		return !ok1 || !ok2 || leasestate.Holder(oldLease) != leasestate.Holder(newLease)
 	},
 	DeleteFunc: func(event.DeleteEvent) bool { return false },
 }
