@@ -110,7 +110,7 @@ $(TESTBIN) &: $(TOOLS_DEPS)
 	@cd $(TOOLS_MOD) && n=0 && for cmd in $(KUBE_CMDS); do \
 	  n=$$((n+1)); start=$$SECONDS; \
 	  echo "building $$cmd ($$n/$(words $(KUBE_CMDS)))..."; \
-	  CGO_ENABLED=0 go build -ldflags '$(call kube_ldflags,$(KUBE_VERSION),$(KUBE_BUILD_DATE))' -o $(BIN)/ ./cmd/$$cmd; \
+	  CGO_ENABLED=0 go build -ldflags '$(call kube_ldflags,$(KUBE_VERSION),$(KUBE_BUILD_DATE))' -o $(BIN)/ ./cmd/$$cmd || exit 1; \
 	  echo "built $$cmd in $$((SECONDS - start))s"; \
 	done
 	@touch $(TESTBIN)
