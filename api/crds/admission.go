@@ -8,6 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+
+	"github.com/hypershift-le/hypershift/support/admission"
 )
 
 // NamespaceLengthPolicyName names the ValidatingAdmissionPolicy, and its
@@ -29,27 +31,8 @@ func NamespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: NamespaceLengthPolicyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			// matchConstraints is an atomic struct: it spells out the API
-			// server's defaults, so that another field manager applying the
-			// same manifest (a GitOps tool, kubectl apply --server-side)
-			// sends the value the API server holds and meets no conflict.
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{},
-				ObjectSelector:    &metav1.LabelSelector{},
-				MatchPolicy:       ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{hyperv1.GroupVersion.Group},
-							APIVersions: []string{"*"},
-							Resources:   []string{"hostedclusters"},
-							Scope:       ptr.To(admissionregistrationv1.AllScopes),
-						},
-					},
-				}},
-			},
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: admission.MatchResources(hyperv1.GroupVersion.Group, "hostedclusters", admissionregistrationv1.Create),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: fmt.Sprintf("size(%s) <= %d", controlPlaneNamespace, hyperv1.MaxNamespaceLength),
 				MessageExpression: fmt.Sprintf(

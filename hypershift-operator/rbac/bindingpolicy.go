@@ -9,6 +9,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+
+	"github.com/hypershift-le/hypershift/support/admission"
 )
 
 // AuthDelegatorBindingPrefix starts the name of every ClusterRoleBinding
@@ -60,25 +62,8 @@ func ClusterRoleBindingPolicy(user string) (*admissionregistrationv1.ValidatingA
 		ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleBindingPolicyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			// matchConstraints is an atomic struct: it spells out the API
-			// server's defaults, so that another field manager applying the
-			// same manifest meets no conflict.
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{},
-				ObjectSelector:    &metav1.LabelSelector{},
-				MatchPolicy:       ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{rbacv1.GroupName},
-							APIVersions: []string{"*"},
-							Resources:   []string{"clusterrolebindings"},
-							Scope:       ptr.To(admissionregistrationv1.AllScopes),
-						},
-					},
-				}},
-			},
+			MatchConstraints: admission.MatchResources(rbacv1.GroupName, "clusterrolebindings",
+				admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name:       "hypershift-operator",
 				Expression: "request.userInfo.username == '" + user + "'",
