@@ -53,6 +53,10 @@ func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
 	if err := b.lc.Env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
 		return m, err
 	}
+	clientset, err := kubernetes.NewForConfig(b.lc.Env.Config)
+	if err != nil {
+		return m, err
+	}
 	summaries := map[string]map[string]int64{}
 	for _, pod := range pods.Items {
 		switch {
@@ -63,7 +67,7 @@ func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
 		}
 		node := pod.Spec.NodeName
 		if _, ok := summaries[node]; !ok {
-			s, err := b.workingSets(ctx, node)
+			s, err := workingSets(ctx, clientset, node)
 			if err != nil {
 				return m, err
 			}
@@ -109,11 +113,7 @@ type summary struct {
 // workingSets reads node's summary through the API server's node proxy,
 // as `kubectl get --raw` would, and returns each container's working
 // set by namespace/pod/container.
-func (b *bench) workingSets(ctx context.Context, node string) (map[string]int64, error) {
-	cs, err := kubernetes.NewForConfig(b.lc.Env.Config)
-	if err != nil {
-		return nil, err
-	}
+func workingSets(ctx context.Context, cs kubernetes.Interface, node string) (map[string]int64, error) {
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/stats/summary").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the summary API of node %s: %w", node, err)
