@@ -144,18 +144,29 @@ func TestFixThroughTheCLI(t *testing.T) {
 }
 
 // standInRollout acts as the Deployment controller, which the test's API
-// server does not run, for the control-plane-operator's Deployment in ns:
-// it reports the Deployment's template rolled out once it exists.
+// server does not run, for the control-plane-operator's Deployment in ns
+// until the test ends: whenever the HO writes a new template (a generation
+// the status has not observed), it reports that template rolled out. A
+// one-time report would race the HO, which may write the template again
+// after the report (the HostedControlPlane first, the Deployment next).
 func standInRollout(t *testing.T, ns string) {
 	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func() error {
-		d := &appsv1.Deployment{}
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, d); err != nil {
-			return err
+	ctx := t.Context()
+	go func() {
+		for {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, d); err == nil &&
+				d.Status.ObservedGeneration < d.Generation {
+				d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+				_ = env.Client.Status().Update(ctx, d) // a conflict is retried on the next tick
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-		return env.Client.Status().Update(t.Context(), d)
-	})
+	}()
 }
 
 // conditionReason returns nil once k's condition t has reason.
