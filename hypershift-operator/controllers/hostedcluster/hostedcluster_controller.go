@@ -131,6 +131,9 @@ type scope struct {
 	// and found every cluster-wide fencing object: the fence is then
 	// observed.
 	fenced bool
+	// written is the status this pass wrote before its end (a new release
+	// pin), if any: the final write compares with it, not with original.
+	written *hyperv1.HostedClusterStatus
 }
 
 // key is the HostedCluster's <namespace>/<name>, the value of the cluster
@@ -233,7 +236,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // The update is guarded by resourceVersion; a conflict retries the pass.
 // Once the status is written, the pass's reports are made.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if !equality.Semantic.DeepEqual(s.original.Status, s.hc.Status) {
+	before := &s.original.Status
+	if s.written != nil {
+		before = s.written
+	}
+	if !equality.Semantic.DeepEqual(*before, s.hc.Status) {
 		if err := r.Client.Status().Update(ctx, s.hc); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil

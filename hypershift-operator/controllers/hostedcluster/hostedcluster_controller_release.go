@@ -53,10 +53,12 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
 	r.setTagMoved(ctx, s, pin, current.Digest)
-	r.recordPin(s, pin.image, release.Version)
 	s.release = release
 	s.releaseImage = pin.image
 	s.pullSecret = pullSecret
+	if err := r.recordPin(ctx, s, pin.image, release.Version); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -89,24 +91,42 @@ func pinRelease(hc *hyperv1.HostedCluster, digest string) pinned {
 	return pinned{image: version.Desired.Image, moved: true}
 }
 
-// recordPin records, as soon as it is decided, the payload the control
-// plane is pinned to and the spec it was pinned from, so that a pass that
-// fails later on, or a restarted operator, keeps the pin; and reports a
-// new pin with a Normal event once the status shows it.
-func (r *Reconciler) recordPin(s *scope, image, version string) {
+// recordPin records the payload the control plane is pinned to and the
+// spec it was pinned from, and writes a new pin to the status at once,
+// before anything is applied with it: a pin only the HostedControlPlane
+// knew would be lost to a status write that fails at the end of the pass
+// (a conflict with a user's edit), and the next pass would pin the tag
+// again, to whatever it names by then. A new pin is reported with a
+// Normal event once the status shows it.
+func (r *Reconciler) recordPin(ctx context.Context, s *scope, image, version string) error {
 	if s.hc.Status.Version == nil {
 		s.hc.Status.Version = &hyperv1.ClusterVersionStatus{}
 	}
 	v := s.hc.Status.Version
 	v.Desired.Image, v.Desired.Version, v.RequestedImage = image, version, s.hc.Spec.Release.Image
-	if before := s.original.Status.Version; before != nil && before.Desired.Image == image {
-		return
+	if before := s.original.Status.Version; before != nil && before.Desired.Image == image && before.RequestedImage == v.RequestedImage {
+		return nil
+	}
+	newImage := s.original.Status.Version == nil || s.original.Status.Version.Desired.Image != image
+	if newImage {
+		// The status written now must not say more than is true now: the
+		// new payload is what the cluster rolls out to, and nothing runs it
+		// yet.
+		r.setVersion(s, nil, nil, nil)
+	}
+	if err := r.Client.Status().Update(ctx, s.hc); err != nil {
+		return fmt.Errorf("failed to record the release pin %s in the status (nothing was applied with it): %w", image, err)
+	}
+	s.written = s.hc.Status.DeepCopy()
+	if !newImage {
+		return nil
 	}
 	spec := s.hc.Spec.Release.Image
 	r.reportOnce(s, ReleaseImagePinnedReason, image, func() {
 		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, ReleaseImagePinnedReason, "Pin",
 			"Release image %s is pinned to %s (version %s): the control plane runs that payload until spec.release.image changes or a new digest is accepted", spec, image, version)
 	})
+	return nil
 }
 
 // setTagMoved sets ReleaseImageTagMoved, True while the spec's tag names
