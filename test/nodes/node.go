@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -57,7 +58,9 @@ type Options struct {
 	// its own kubeconfig; it also asks for its serving certificate, and
 	// rotates both. The API server can then verify the kubelet it reaches.
 	BootstrapKubeconfig []byte
-	// ProxyKubeconfig is kube-proxy's kubeconfig.
+	// ProxyKubeconfig is kube-proxy's kubeconfig. Without one, the node
+	// runs no kube-proxy of its own: a cluster that runs kube-proxy as a
+	// DaemonSet (a hosted cluster's workers) brings it.
 	ProxyKubeconfig []byte
 	// ClientCA verifies the clients of the kubelet's API (the API server).
 	ClientCA []byte
@@ -157,8 +160,10 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 	} else if err := writeFile(filepath.Join(n.opts.Dir, "kubeconfig"), n.opts.Kubeconfig); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(n.opts.Dir, "kube-proxy.kubeconfig"), n.opts.ProxyKubeconfig); err != nil {
-		return err
+	if n.opts.ProxyKubeconfig != nil {
+		if err := writeFile(filepath.Join(n.opts.Dir, "kube-proxy.kubeconfig"), n.opts.ProxyKubeconfig); err != nil {
+			return err
+		}
 	}
 	return writeFile(filepath.Join(n.opts.Dir, "pki", "ca.crt"), n.opts.ClientCA)
 }
@@ -219,7 +224,43 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 	if err := logTo(cmd, filepath.Join(n.opts.Dir, "kubelet.log")); err != nil {
 		return err
 	}
-	return h.Start(cmd, 20*time.Second)
+	kubeletStarts.Lock()
+	defer kubeletStarts.Unlock()
+	if kubeletDir := filepath.Dir(filepath.Dir(devicePluginSocket)); !exists(kubeletDir) {
+		h.record("directory "+kubeletDir, func() error { return os.RemoveAll(kubeletDir) })
+	}
+	started := time.Now()
+	if err := h.Start(cmd, 20*time.Second); err != nil {
+		return err
+	}
+	awaitDevicePluginSocket(started, 20*time.Second)
+	return nil
+}
+
+// devicePluginSocket is where every kubelet serves device plugin
+// registration: the kubelet does not derive it from --root-dir
+// (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1.KubeletSocket), so the
+// nodes, which share this machine's file system, share it.
+const devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// kubeletStarts keeps kubelets from starting their device managers at the
+// same time: each empties the socket's directory, then listens on it, and
+// two doing so at once make one fail with "address already in use" and
+// exit ("Failed to start ContainerManager"). One at a time, each replaces
+// the last one's socket, which no device plugin of these nodes dials.
+var kubeletStarts sync.Mutex
+
+// awaitDevicePluginSocket waits until a kubelet started at started has
+// created its device plugin socket, or timeout passes (a kubelet that
+// fails before then is reported by the wait for its Node).
+func awaitDevicePluginSocket(started time.Time, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if fi, err := os.Stat(devicePluginSocket); err == nil && fi.ModTime().After(started) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // inNetwork is a command that runs program in the node's network namespace
@@ -233,6 +274,9 @@ func (n *Node) inNetwork(program string, args ...string) *exec.Cmd {
 // startKubeProxy starts kube-proxy in the node's network namespace: its
 // iptables rules are the namespace's, gone with it.
 func (n *Node) startKubeProxy(_ context.Context, h *Host) error {
+	if n.opts.ProxyKubeconfig == nil {
+		return nil
+	}
 	cmd := n.inNetwork(filepath.Join(n.opts.BinDir, "kube-proxy"), "--config="+filepath.Join(n.opts.Dir, "kube-proxy.yaml"))
 	if err := logTo(cmd, filepath.Join(n.opts.Dir, "kube-proxy.log")); err != nil {
 		return err
