@@ -33,6 +33,14 @@ const (
 	KubeControllerManagerKubeconfigSecret = "kube-controller-manager-kubeconfig"
 	// KubeSchedulerKubeconfigSecret holds kube-scheduler's kubeconfig.
 	KubeSchedulerKubeconfigSecret = "kube-scheduler-kubeconfig"
+	// KubeletClientSecret holds the client certificate kube-apiserver
+	// presents to kubelets (logs, exec, port-forward).
+	KubeletClientSecret = "kas-kubelet-client-tls"
+	// HostedClusterConfigKubeconfigSecret holds the kubeconfig the
+	// control-plane-operator configures the hosted cluster with (what its
+	// nodes need: bootstrap RBAC, kube-proxy, CoreDNS), over the internal
+	// URL.
+	HostedClusterConfigKubeconfigSecret = "hosted-cluster-config-kubeconfig"
 )
 
 // Keys of the Secrets' data.
@@ -74,5 +82,5 @@ var CASecrets = []string{RootCASecret, EtcdSignerSecret}
 var Secrets = []string{
 	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
 	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,
-	KubeSchedulerKubeconfigSecret, AdminKubeconfigSecret,
+	KubeSchedulerKubeconfigSecret, KubeletClientSecret, HostedClusterConfigKubeconfigSecret, AdminKubeconfigSecret,
 }

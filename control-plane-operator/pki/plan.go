@@ -28,6 +28,13 @@ const (
 	// EtcdPeerUser is the name etcd members present to each other: the
 	// only name a member accepts from a peer.
 	EtcdPeerUser = "etcd-peer"
+	// KubeletClientUser is kube-apiserver's name towards kubelets: the
+	// hosted cluster's RBAC binds it to system:kubelet-api-admin, nothing
+	// more.
+	KubeletClientUser = "kube-apiserver-kubelet-client"
+	// HostedClusterConfigUser is the control-plane-operator's name in the
+	// hosted cluster, where it installs what nodes need.
+	HostedClusterConfigUser = "system:hypershift:hosted-cluster-config"
 )
 
 // Names are the DNS names and IP addresses a certificate covers.
@@ -148,6 +155,10 @@ func Plan(in Inputs, live map[string]*corev1.Secret, now time.Time) (*Result, er
 		},
 		func() error {
 			return p.kubeconfig(KubeSchedulerKubeconfigSecret, root, names(KubeSchedulerUser, nil, Names{}, client), in.InternalURL)
+		},
+		func() error { return p.leaf(KubeletClientSecret, root, names(KubeletClientUser, nil, Names{}, client)) },
+		func() error {
+			return p.kubeconfig(HostedClusterConfigKubeconfigSecret, root, names(HostedClusterConfigUser, []string{MastersGroup}, Names{}, client), in.InternalURL)
 		},
 		func() error {
 			if in.ExternalURL == "" {

@@ -35,7 +35,7 @@ func testInputs() Inputs {
 var allSecrets = []string{
 	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
 	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,
-	KubeSchedulerKubeconfigSecret, AdminKubeconfigSecret,
+	KubeSchedulerKubeconfigSecret, KubeletClientSecret, HostedClusterConfigKubeconfigSecret, AdminKubeconfigSecret,
 }
 
 func mustPlan(t *testing.T, in Inputs, live map[string]*corev1.Secret, now time.Time) *Result {
@@ -137,6 +137,7 @@ func TestPlanReissues(t *testing.T) {
 				{Secret: EtcdServerSecret, Reason: reasonRenew, Cause: Due}, {Secret: EtcdPeerSecret, Reason: reasonRenew, Cause: Due},
 				{Secret: EtcdClientSecret, Reason: reasonRenew, Cause: Due}, {Secret: KubeAPIServerSecret, Reason: reasonRenew, Cause: Due},
 				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonRenew, Cause: Due}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonRenew, Cause: Due},
+				{Secret: KubeletClientSecret, Reason: reasonRenew, Cause: Due}, {Secret: HostedClusterConfigKubeconfigSecret, Reason: reasonRenew, Cause: Due},
 				{Secret: AdminKubeconfigSecret, Reason: reasonRenew, Cause: Due},
 			},
 			unequal: []string{EtcdServerSecret, KubeAPIServerSecret, AdminKubeconfigSecret},
@@ -155,6 +156,7 @@ func TestPlanReissues(t *testing.T) {
 				{Secret: EtcdServerSecret, Reason: reasonExpired, Cause: Damaged}, {Secret: EtcdPeerSecret, Reason: reasonExpired, Cause: Damaged},
 				{Secret: EtcdClientSecret, Reason: reasonMissing, Cause: Missing}, {Secret: KubeAPIServerSecret, Reason: reasonExpired, Cause: Damaged},
 				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonExpired, Cause: Damaged}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonExpired, Cause: Damaged},
+				{Secret: KubeletClientSecret, Reason: reasonExpired, Cause: Damaged}, {Secret: HostedClusterConfigKubeconfigSecret, Reason: reasonExpired, Cause: Damaged},
 				{Secret: AdminKubeconfigSecret, Reason: reasonExpired, Cause: Damaged},
 			},
 		},
@@ -239,7 +241,10 @@ func TestPlanReissues(t *testing.T) {
 			change: func(in *Inputs, _ map[string]*corev1.Secret) {
 				in.InternalURL = "https://172.30.0.99:6443"
 			},
-			want: []Write{{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonServer, Cause: Changed}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonServer, Cause: Changed}},
+			want: []Write{
+				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonServer, Cause: Changed}, {Secret: KubeSchedulerKubeconfigSecret, Reason: reasonServer, Cause: Changed},
+				{Secret: HostedClusterConfigKubeconfigSecret, Reason: reasonServer, Cause: Changed},
+			},
 		},
 		{
 			name: "when a kubeconfig does not parse, it is re-issued as damaged",
@@ -271,6 +276,7 @@ func TestPlanReissues(t *testing.T) {
 				{Secret: RootCASecret, Reason: reasonMissing, Cause: Missing}, {Secret: KubeAPIServerSecret, Reason: reasonNotSigned, Cause: Damaged},
 				{Secret: KubeControllerManagerKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
 				{Secret: KubeSchedulerKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
+				{Secret: KubeletClientSecret, Reason: reasonNotSigned, Cause: Damaged}, {Secret: HostedClusterConfigKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
 				{Secret: AdminKubeconfigSecret, Reason: reasonNotSigned, Cause: Damaged},
 			},
 		},

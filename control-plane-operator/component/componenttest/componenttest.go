@@ -40,7 +40,7 @@ func Inputs(policy hyperv1.AvailabilityPolicy) component.Inputs {
 	for _, name := range []string{
 		pki.RootCASecret, pki.EtcdSignerSecret, pki.EtcdServerSecret, pki.EtcdPeerSecret, pki.EtcdClientSecret,
 		pki.KubeAPIServerSecret, pki.ServiceAccountKeySecret, pki.AdminKubeconfigSecret,
-		pki.KubeControllerManagerKubeconfigSecret, pki.KubeSchedulerKubeconfigSecret,
+		pki.KubeControllerManagerKubeconfigSecret, pki.KubeSchedulerKubeconfigSecret, pki.KubeletClientSecret,
 	} {
 		hashes[name] = strings.Repeat(string(rune('a'+len(name)%26)), 32)
 	}

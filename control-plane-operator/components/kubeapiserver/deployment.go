@@ -21,6 +21,7 @@ const (
 	clientCADir       = "/etc/kubernetes/certs/client-ca"
 	etcdClientDir     = "/etc/kubernetes/certs/etcd-client"
 	serviceAccountDir = "/etc/kubernetes/secrets/service-account"
+	kubeletClientDir  = "/etc/kubernetes/certs/kubelet-client"
 
 	// ServiceAccountIssuer is the issuer of the hosted cluster's
 	// service-account tokens.
@@ -47,12 +48,14 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.Mount("client-ca", clientCADir),
 		component.Mount("etcd-client", etcdClientDir),
 		component.Mount("service-account-key", serviceAccountDir),
+		component.Mount("kubelet-client", kubeletClientDir),
 	}
 	pod := component.PodSpec(hcp, container,
 		component.SecretVolume("serving-cert", pki.KubeAPIServerSecret),
 		component.SecretVolume("client-ca", pki.RootCASecret, pki.CACertKey),
 		component.SecretVolume("etcd-client", pki.EtcdClientSecret),
-		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret))
+		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret),
+		component.SecretVolume("kubelet-client", pki.KubeletClientSecret))
 
 	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
 	return &component.Workload{Object: &appsv1.Deployment{
@@ -63,7 +66,7 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
 			Strategy: strategy(replicas),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret),
+				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret),
 				Spec:       pod,
 			},
 		},
@@ -110,6 +113,16 @@ func args(in component.Inputs, etcdURL string) []string {
 		// pods' addresses, which the hosted cluster cannot reach: the
 		// endpoint is published to clients by spec.services instead.
 		"--endpoint-reconciler-type=none",
+		// Nodes join with bootstrap tokens (kubelet TLS bootstrap). The
+		// kubelets it reaches (logs, exec, port-forward) are verified
+		// against the root CA, which kube-controller-manager signs their
+		// serving certificates with, by their InternalIP: their host names
+		// mean nothing on the management cluster's network.
+		"--enable-bootstrap-token-auth=true",
+		"--kubelet-certificate-authority=" + clientCADir + "/" + pki.CACertKey,
+		"--kubelet-client-certificate=" + kubeletClientDir + "/" + pki.TLSCertKey,
+		"--kubelet-client-key=" + kubeletClientDir + "/" + pki.TLSKeyKey,
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 	}
 	a = append(a, component.Flag("service-cluster-ip-range", component.ServiceNetwork(hcp))...)
 	return append(a, component.Flag("feature-gates", component.FeatureGates(hcp))...)

@@ -96,6 +96,10 @@ func args(hcp *hyperv1.HostedControlPlane, replicas int32) []string {
 	a = append(a, component.SecurePort(Port)...)
 	a = append(a,
 		"--use-service-account-credentials=true",
+		// The default controllers, and the two that make bootstrap tokens
+		// work: the signer of the cluster-info ConfigMap a joining node
+		// trusts, and the cleaner of expired tokens.
+		"--controllers=*,bootstrapsigner,tokencleaner",
 		"--root-ca-file="+signerDir+"/"+pki.CACertKey,
 		"--cluster-signing-cert-file="+signerDir+"/"+pki.CACertKey,
 		"--cluster-signing-key-file="+signerDir+"/"+pki.CAKeyKey,
