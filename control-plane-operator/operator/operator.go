@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedclusterconfig"
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
@@ -131,6 +133,18 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedControlPlane controller: %w", err)
+	}
+	// The hosted cluster's own configuration is written with the hosted
+	// cluster's credentials, which the management API server's fence does
+	// not see: that it runs only in a term is what keeps a standby out.
+	hostedConfig := &hostedclusterconfig.Reconciler{Name: o.HostedControlPlane, Client: mgr.GetClient()}
+	if err := mgr.AddPerTerm(func(term manager.Manager) error {
+		if err := hostedConfig.SetupWithManager(term); err != nil {
+			return err
+		}
+		return term.Add(&hostedclusterconfig.ServingApprover{Namespace: o.Namespace, Client: mgr.GetClient()})
+	}); err != nil {
+		return fmt.Errorf("failed to set up the hosted cluster configuration controller: %w", err)
 	}
 	log.Info("Starting the control-plane-operator", "namespace", o.Namespace, "hostedControlPlane", o.HostedControlPlane, "leaderElect", o.LeaderElect,
 		"identity", identity, "lease", o.Namespace+"/"+o.LeaderElectResourceName, "operateOnReleaseImage", o.OperateOnReleaseImage)

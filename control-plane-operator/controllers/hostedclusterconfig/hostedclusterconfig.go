@@ -1,0 +1,133 @@
+// Package hostedclusterconfig configures the hosted cluster itself, from
+// the control plane's side: what its nodes need to join it and to be
+// useful (manifests.go). It runs in the control-plane-operator only while
+// it holds the Lease, so a standby writes nothing in the hosted cluster
+// either, as HyperShift's hosted-cluster-config-operator does.
+//
+// It reaches the hosted kube-apiserver with the kubeconfig the PKI issues
+// for it (pki.HostedClusterConfigKubeconfigSecret, over the internal URL),
+// applies every object with server-side apply, sends nothing when the
+// hosted cluster already holds it, and checks again every ResyncPeriod,
+// repairing what a user changed.
+package hostedclusterconfig
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
+	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/scheme"
+)
+
+// FieldOwner is the field manager of its applies in the hosted cluster.
+const FieldOwner = "control-plane-operator"
+
+// ResyncPeriod is how often the hosted cluster is checked again when
+// nothing on the management side changed: it repairs drift there, which
+// no watch reports.
+const ResyncPeriod = 5 * time.Minute
+
+// requestTimeout bounds each request to the hosted kube-apiserver, so that
+// a hosted API server that hangs does not hold the worker.
+const requestTimeout = 15 * time.Second
+
+// Reconciler configures the hosted cluster of one HostedControlPlane.
+type Reconciler struct {
+	// Name is the HostedControlPlane's name; Client sees its namespace.
+	Name string
+	// Client reads the HostedControlPlane and the kubeconfig Secret.
+	Client client.Client
+
+	mu     sync.Mutex
+	hash   [sha256.Size]byte
+	hosted client.Client
+}
+
+// SetupWithManager runs the controller on the HostedControlPlane and its
+// kubeconfig Secret.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	own := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == r.Name })
+	isKubeconfig := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return obj.GetName() == pki.HostedClusterConfigKubeconfigSecret
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hostedclusterconfig").
+		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(own)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: r.Name}}}
+		}), builder.WithPredicates(isKubeconfig)).
+		Complete(r)
+}
+
+// Reconcile applies Objects in the hosted cluster once its kubeconfig
+// exists.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	hcp := &hyperv1.HostedControlPlane{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !hcp.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: pki.HostedClusterConfigKubeconfigSecret}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // the Secret's creation starts the next pass
+		}
+		return ctrl.Result{}, err
+	}
+	hosted, err := r.hostedClient(secret.Data[pki.KubeconfigKey])
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	applier := apply.Applier{Client: hosted, FieldOwner: FieldOwner}
+	var errs []error
+	for _, obj := range Objects() {
+		if _, err := applier.Apply(ctx, obj); err != nil {
+			errs = append(errs, fmt.Errorf("failed to apply %T %s in the hosted cluster: %w", obj, obj.GetName(), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: ResyncPeriod}, nil
+}
+
+// hostedClient returns a client of the hosted cluster for kubeconfig,
+// made again only when the kubeconfig changes (a re-issued certificate).
+func (r *Reconciler) hostedClient(kubeconfig []byte) (client.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hash := sha256.Sum256(kubeconfig)
+	if r.hosted != nil && hash == r.hash {
+		return r.hosted, nil
+	}
+	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s holds no usable kubeconfig: %w", pki.HostedClusterConfigKubeconfigSecret, err)
+	}
+	config.Timeout = requestTimeout
+	c, err := client.New(config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("failed to make a client of the hosted cluster: %w", err)
+	}
+	r.hash, r.hosted = hash, c
+	return c, nil
+}
