@@ -40,6 +40,7 @@ func TestEndToEnd(t *testing.T) {
 	installOperator(t, lc.Registry.Image("hypershift", "latest"))
 	t.Run("create", testCreate)
 	t.Run("hosted API", testHostedAPI)
+	t.Run("a node joins the hosted cluster", testNodeJoins)
 	t.Run("refused by the management cluster", testRefused)
 	t.Run("upgrade", testUpgrade)
 	t.Run("fencing", testFencing)

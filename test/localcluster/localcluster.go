@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hypershift-le/hypershift/test/nodes"
@@ -75,6 +76,10 @@ type Cluster struct {
 	Registry *Registry
 	// Nodes are the real nodes.
 	Nodes []*nodes.Node
+	// Joined are the nodes JoinNode started, joined to other clusters.
+	Joined []*nodes.Node
+	joinMu sync.Mutex
+	joins  int
 	// Kubeconfig is a cluster-admin kubeconfig file.
 	Kubeconfig string
 	opts       Options

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/nodes"
+)
+
+// testNodeJoins joins a real node to hosted cluster demo the way a machine
+// of platform None does: with a bootstrap token of the node bootstrap
+// group and the hosted cluster's CA, nothing else. The control-plane-
+// operator has installed the bootstrap RBAC in the hosted cluster; the
+// hosted kube-controller-manager approves and signs the kubelet's client
+// certificate, the control-plane-operator its serving certificate; the
+// node becomes Ready, runs pods, and kubectl logs reaches it. The token can
+// do nothing but join: it may not read the hosted cluster's Secrets.
+func testNodeJoins(t *testing.T) {
+	h := hosted(t, "demo")
+	raw, err := os.ReadFile(h.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostedClient, err := client.New(admin, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		crb := &rbacv1.ClusterRoleBinding{}
+		return hostedClient.Get(t.Context(), client.ObjectKey{Name: "hypershift:node-bootstrapper"}, crb)
+	})
+
+	id, secret := "w0rk3r", "0123456789abcdef"
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
+		Type:       corev1.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			"token-id": id, "token-secret": secret,
+			"usage-bootstrap-authentication": "true",
+			"auth-extra-groups":              hyperv1.NodeBootstrapGroup,
+			"expiration":                     time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		},
+	}
+	if err := hostedClient.Create(t.Context(), token); err != nil {
+		t.Fatal(err)
+	}
+	tokenConfig := &rest.Config{Host: admin.Host, BearerToken: id + "." + secret, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}
+	bootstrap, err := nodes.Kubeconfig(admin.Host, tokenConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the bootstrap token can do nothing but join", func(t *testing.T) {
+		c, err := kubernetes.NewForConfig(tokenConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("listing Secrets with the bootstrap token: %v, want Forbidden", err)
+		}
+		if _, err := c.CoreV1().Pods(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("listing pods with the bootstrap token: %v, want Forbidden", err)
+		}
+	})
+
+	started := time.Now()
+	worker, err := lc.JoinNode(t.Context(), localcluster.JoinOptions{
+		Name: "demo-worker-0", BootstrapKubeconfig: bootstrap, ClientCA: admin.CAData, Client: hostedClient,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node %s joined hosted cluster demo and is Ready %s after its start (%s after the join began)",
+		worker.Name, worker.Ready.Sub(worker.Started).Round(100*time.Millisecond), time.Since(started).Round(100*time.Millisecond))
+
+	csrs := &certificatesv1.CertificateSigningRequestList{}
+	if err := hostedClient.List(t.Context(), csrs); err != nil {
+		t.Fatal(err)
+	}
+	var clientCSR []string
+	for _, csr := range csrs.Items {
+		if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName && csr.Spec.Username == "system:bootstrap:"+id {
+			for _, c := range csr.Status.Conditions {
+				clientCSR = append(clientCSR, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason))
+			}
+		}
+	}
+	if !strings.Contains(strings.Join(clientCSR, ","), "Approved=True (AutoApproved)") {
+		t.Errorf("the kubelet's client certificate request: %v, want approved by the hosted kube-controller-manager", clientCSR)
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "on-the-worker"},
+		Spec: corev1.PodSpec{
+			NodeName:                     worker.Name,
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "pause", Image: lc.Registry.Image("pause", "latest")}},
+		},
+	}
+	if err := hostedClient.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, func() error {
+		if err := hostedClient.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pod %s is %s: %+v", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	t.Logf("pod %s runs on %s at %s", pod.Name, worker.Name, pod.Status.PodIP)
+
+	// The hosted kube-apiserver reaches the kubelet for logs: the
+	// kubelet's serving certificate was approved by the control-plane-
+	// operator's approver and is verified against the hosted root CA; the
+	// kube-apiserver's client certificate is authorized by the binding the
+	// control-plane-operator installed.
+	logs := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "logs-on-the-worker"},
+		Spec: corev1.PodSpec{
+			NodeName:                     worker.Name,
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{
+				Name: "etcd", Image: lc.Registry.Image("etcd", localcluster.Versions[0]), Command: []string{"/usr/bin/etcd", "--version"},
+			}},
+		},
+	}
+	if err := hostedClient.Create(t.Context(), logs); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, func() error {
+		out, err := h.client.CoreV1().Pods(logs.Namespace).GetLogs(logs.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
+		if err != nil {
+			return fmt.Errorf("logs of %s: %w", logs.Name, err)
+		}
+		if !strings.Contains(string(out), "etcd Version") {
+			return fmt.Errorf("logs of %s: %q", logs.Name, out)
+		}
+		return nil
+	})
+	if out := h.kubectl(t, "logs", "-n", logs.Namespace, logs.Name); !strings.Contains(out, "etcd Version") {
+		t.Errorf("kubectl logs %s: %q", logs.Name, out)
+	}
+}
