@@ -16,8 +16,8 @@ type NodePoolSpec struct {
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="!format.dns1123Label().validate(self).hasValue()",message="must be the name of a HostedCluster in this namespace: a lowercase RFC 1123 label of letters, digits and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:MaxLength=61
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of a HostedCluster in this namespace: a lowercase RFC 1123 subdomain of at most 61 letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable: create another NodePool"
 	ClusterName string `json:"clusterName"`
 
@@ -259,6 +259,7 @@ type NodePoolStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas
 // +kubebuilder:resource:path=nodepools,shortName=np;nps,scope=Namespaced
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".spec.clusterName",description="The HostedCluster the nodes join"
 // +kubebuilder:printcolumn:name="Desired Nodes",type="integer",JSONPath=".spec.replicas",description="How many nodes the pool asks for (unset: 0)"
