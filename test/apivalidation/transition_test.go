@@ -21,7 +21,7 @@ import (
 // validator evaluates the rules of the generated CRD directly, ready for the
 // day a second value is added.
 func TestImmutabilityRulesBehindEnums(t *testing.T) {
-	validator, schema := hostedClusterValidator(t)
+	validator, schema := celValidator(t, "HostedCluster")
 	spec := func(platform, etcd string) map[string]any {
 		return map[string]any{
 			"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
@@ -60,14 +60,57 @@ func TestImmutabilityRulesBehindEnums(t *testing.T) {
 	}
 }
 
-func hostedClusterValidator(t *testing.T) (*cel.Validator, *structuralschema.Structural) {
+// TestNodePoolTransitionRulesOutOfTheSuitesReach covers what the NodePool
+// suite cannot reach: platform.type's immutability behind its one-value enum,
+// and upgradeType's immutability from InPlace, a value no NodePool can be
+// created with today.
+func TestNodePoolTransitionRulesOutOfTheSuitesReach(t *testing.T) {
+	validator, schema := celValidator(t, "NodePool")
+	nodePool := func(platform, upgradeType string) map[string]any {
+		return map[string]any{
+			"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
+			"metadata": map[string]any{"name": "workers"},
+			"spec": map[string]any{
+				"clusterName": "demo",
+				"release":     map[string]any{"image": "quay.io/ocp/release:4.17.0"},
+				"platform":    map[string]any{"type": platform},
+				"management":  map[string]any{"upgradeType": upgradeType},
+			},
+		}
+	}
+	tests := []struct {
+		name     string
+		old, new map[string]any
+		wantErr  string
+	}{
+		{name: "when nothing changes, the rules pass", old: nodePool("None", "Replace"), new: nodePool("None", "Replace")},
+		{name: "when platform.type changes, it is refused", old: nodePool("None", "Replace"), new: nodePool("AWS", "Replace"), wantErr: "spec.platform.type: Invalid value: \"AWS\": platform.type is immutable: create another NodePool"},
+		{name: "when upgradeType changes from InPlace to Replace, it is refused", old: nodePool("None", "InPlace"), new: nodePool("None", "Replace"), wantErr: "spec.management.upgradeType: Invalid value: \"Replace\": upgradeType is immutable: create another NodePool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs, _ := validator.Validate(t.Context(), field.NewPath(""), schema, tt.new, tt.old, celconfig.RuntimeCELCostBudget)
+			got := errs.ToAggregate()
+			switch {
+			case tt.wantErr == "" && got != nil:
+				t.Fatalf("want no error, got %v", got)
+			case tt.wantErr != "" && (got == nil || !strings.Contains(got.Error(), tt.wantErr)):
+				t.Fatalf("want an error containing %q, got %v", tt.wantErr, got)
+			}
+		})
+	}
+}
+
+// celValidator returns the API server's CEL validator of the embedded CRD of
+// kind, and its structural schema.
+func celValidator(t *testing.T, kind string) (*cel.Validator, *structuralschema.Structural) {
 	t.Helper()
 	list, err := crds.CustomResourceDefinitions()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, crd := range list {
-		if crd.Spec.Names.Kind != "HostedCluster" {
+		if crd.Spec.Names.Kind != kind {
 			continue
 		}
 		internal := &apiextensions.JSONSchemaProps{}
@@ -80,6 +123,6 @@ func hostedClusterValidator(t *testing.T) (*cel.Validator, *structuralschema.Str
 		}
 		return cel.NewValidator(schema, true, celconfig.PerCallLimit), schema
 	}
-	t.Fatal("the HostedCluster CRD is not embedded")
+	t.Fatalf("the %s CRD is not embedded", kind)
 	return nil, nil
 }

@@ -8,7 +8,8 @@ import (
 type Release struct {
 	// image is the pull spec of the release payload image, for example
 	// quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64. The payload's
-	// image references decide the images of the control plane's components.
+	// image references decide the images of the components that run the
+	// release: the control plane's, or a NodePool's nodes'.
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -38,7 +39,9 @@ const (
 type PlatformType string
 
 const (
-	// NonePlatform manages no infrastructure: workers are brought by the user.
+	// NonePlatform manages no infrastructure: workers are brought by the
+	// user. For a NodePool: you bring the machines; the operator publishes
+	// how they join.
 	NonePlatform PlatformType = "None"
 )
 

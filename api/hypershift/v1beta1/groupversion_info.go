@@ -20,6 +20,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&HostedCluster{}, &HostedClusterList{},
 		&HostedControlPlane{}, &HostedControlPlaneList{},
+		&NodePool{}, &NodePoolList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

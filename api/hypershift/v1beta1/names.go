@@ -120,6 +120,7 @@ const (
 	// ValidConfiguration is False when the spec cannot be acted on.
 	ValidConfiguration = "ValidConfiguration"
 	// ValidReleaseImage is False when the release payload cannot be read.
+	// A NodePool has it too, for its own spec.release.image.
 	ValidReleaseImage = "ValidReleaseImage"
 	// ReconciliationActive is False while spec.pausedUntil pauses the cluster.
 	ReconciliationActive = "ReconciliationActive"
@@ -142,6 +143,36 @@ const (
 	// on the HostedCluster.
 	WritesFenced = "WritesFenced"
 )
+
+// Condition types of NodePool status, besides ValidReleaseImage (above),
+// which a NodePool has for its own release.
+const (
+	// Ready is True while every node the pool asks for (spec.replicas) has
+	// joined and is ready; its message is the MESSAGE of kubectl get np.
+	Ready = "Ready"
+	// AllMachinesReady is True while every machine of the pool is ready.
+	AllMachinesReady = "AllMachinesReady"
+	// AllNodesHealthy is True while every node of the pool is healthy.
+	AllNodesHealthy = "AllNodesHealthy"
+	// UpdatingVersion is True while the pool's nodes roll out to a new
+	// release.
+	UpdatingVersion = "UpdatingVersion"
+	// SupportedVersionSkew is False when the pool's release is one its
+	// HostedCluster's control plane does not support, for example a newer
+	// one.
+	SupportedVersionSkew = "SupportedVersionSkew"
+	// ValidHostedCluster is False while the HostedCluster that
+	// spec.clusterName names does not exist.
+	ValidHostedCluster = "ValidHostedCluster"
+	// AutoscalingEnabled is True while an autoscaler, not spec.replicas,
+	// sets the pool's size.
+	AutoscalingEnabled = "AutoscalingEnabled"
+)
+
+// AsExpectedReason is the reason of a condition that is as it should be:
+// Available=True, ValidConfiguration=True, Progressing=False after a
+// rollout, and the like.
+const AsExpectedReason = "AsExpected"
 
 // AdminKubeconfigName names the copy of a HostedCluster's admin
 // kubeconfig in its namespace: <name>-admin-kubeconfig, as in HyperShift.

@@ -28,3 +28,9 @@ func ParsePausedUntil(value *string, now time.Time) (paused bool, until time.Tim
 	}
 	return now.Before(until), until, nil
 }
+
+// Paused interprets the NodePool's spec.pausedUntil as ParsePausedUntil
+// does a HostedCluster's: the field has one meaning on both kinds.
+func (np *NodePool) Paused(now time.Time) (paused bool, until time.Time, err error) {
+	return ParsePausedUntil(np.Spec.PausedUntil, now)
+}
