@@ -19,6 +19,7 @@ import (
 	fencingctrl "github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
@@ -157,6 +158,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+	}
+	pools := &nodepool.Reconciler{Client: mgr.GetClient()}
+	if err := mgr.AddPerTerm(pools.SetupWithManager); err != nil {
+		return fmt.Errorf("failed to set up the NodePool controller: %w", err)
 	}
 	leading := func() bool { return elector == nil || elector.Status().Leading }
 	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(ctx, mgr.GetClient(), leading)); err != nil {

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,13 +20,14 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/localcluster"
-	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
 // testNodeJoins joins a real node to hosted cluster demo the way a machine
-// of platform None does: with a bootstrap token of the node bootstrap
-// group and the hosted cluster's CA, nothing else. The control-plane-
-// operator has installed the bootstrap RBAC in the hosted cluster; the
+// of a NodePool of platform None does: with what the pool's join Secret
+// holds (a bootstrap kubeconfig with the pool's token, and the hosted
+// cluster's CA), nothing else. The hypershift-operator issued the token,
+// the control-plane-operator installed it and the bootstrap RBAC in the
+// hosted cluster; the
 // hosted kube-controller-manager approves and signs the kubelet's client
 // certificate, the control-plane-operator its serving certificate; the
 // node becomes Ready, runs pods, and kubectl logs reaches it. The token can
@@ -51,25 +51,34 @@ func testNodeJoins(t *testing.T) {
 		return hostedClient.Get(t.Context(), client.ObjectKey{Name: "hypershift:node-bootstrapper"}, crb)
 	})
 
-	id, secret := "w0rk3r", "0123456789abcdef"
-	token := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
-		Type:       corev1.SecretTypeBootstrapToken,
-		StringData: map[string]string{
-			"token-id": id, "token-secret": secret,
-			"usage-bootstrap-authentication": "true",
-			"auth-extra-groups":              hyperv1.NodeBootstrapGroup,
-			"expiration":                     time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+	// A NodePool of platform None: the operator publishes how its
+	// machines join; the machine here is a real node of the local network.
+	pool := &hyperv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo-workers"},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: "demo",
+			Release:     hyperv1.Release{Image: lc.Registry.Releases[localcluster.Versions[0]]},
+			Replicas:    ptr.To(int32(1)),
+			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
 		},
 	}
-	if err := hostedClient.Create(t.Context(), token); err != nil {
+	if err := lc.Env.Client.Create(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
-	tokenConfig := &rest.Config{Host: admin.Host, BearerToken: id + "." + secret, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}
-	bootstrap, err := nodes.Kubeconfig(admin.Host, tokenConfig)
+	join := &corev1.Secret{}
+	testutil.Eventually(t, time.Minute, func() error {
+		return lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: pool.Namespace, Name: hyperv1.NodePoolJoinSecretName(pool.Name)}, join)
+	})
+	bootstrap := join.Data[hyperv1.BootstrapKubeconfigKey]
+	tokenConfig, err := clientcmd.RESTConfigFromKubeConfig(bootstrap)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the join Secret's bootstrap kubeconfig does not load: %v", err)
 	}
+	id := strings.Split(tokenConfig.BearerToken, ".")[0]
+	testutil.Eventually(t, time.Minute, func() error {
+		return hostedClient.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
+	})
 
 	t.Run("the bootstrap token can do nothing but join", func(t *testing.T) {
 		c, err := kubernetes.NewForConfig(tokenConfig)
@@ -86,7 +95,7 @@ func testNodeJoins(t *testing.T) {
 
 	started := time.Now()
 	worker, err := lc.JoinNode(t.Context(), localcluster.JoinOptions{
-		Name: "demo-worker-0", BootstrapKubeconfig: bootstrap, ClientCA: admin.CAData, Client: hostedClient,
+		Name: "demo-worker-0", BootstrapKubeconfig: bootstrap, ClientCA: join.Data[hyperv1.CACertKey], Client: hostedClient,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -164,4 +173,17 @@ func testNodeJoins(t *testing.T) {
 	if out := h.kubectl(t, "logs", "-n", logs.Namespace, logs.Name); !strings.Contains(out, "etcd Version") {
 		t.Errorf("kubectl logs %s: %q", logs.Name, out)
 	}
+
+	// The pool goes: its token leaves the hosted cluster, and no machine
+	// joins with it again.
+	if err := lc.Env.Client.Delete(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, func() error {
+		err := hostedClient.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("the deleted pool's token in the hosted cluster: %v", err)
+	})
 }

@@ -11,3 +11,33 @@ const (
 	// certificate, which kube-controller-manager approves.
 	NodeBootstrapGroup = "system:bootstrappers:hypershift:nodes"
 )
+
+// How a NodePool's nodes get their bootstrap token: the hypershift-operator
+// issues it in the control-plane namespace, the control-plane-operator
+// installs it in the hosted cluster, and, for platform None, the
+// hypershift-operator publishes the bootstrap kubeconfig beside the
+// NodePool for the user's machines.
+const (
+	// NodePoolLabel names, on a token Secret (and on a pool's nodes), the
+	// NodePool it belongs to.
+	NodePoolLabel = "hypershift.openshift.io/nodePool"
+	// NodePoolTokenComponent is the control-plane component label value of
+	// the token Secrets (the control-plane-operator watches Secrets of its
+	// components only).
+	NodePoolTokenComponent = "node-bootstrap-token"
+	// BootstrapKubeconfigKey holds, in a NodePool's join Secret, the
+	// kubeconfig a kubelet joins with (--bootstrap-kubeconfig).
+	BootstrapKubeconfigKey = "bootstrap.kubeconfig"
+	// CACertKey holds, in a NodePool's join Secret, the hosted cluster's
+	// CA: what the kubelet verifies the kube-apiserver with, and the
+	// client CA of the kubelet's own API.
+	CACertKey = "ca.crt"
+)
+
+// NodePoolTokenSecretName names the Secret, in the control-plane
+// namespace, that holds NodePool pool's current bootstrap token.
+func NodePoolTokenSecretName(pool string) string { return "token-" + pool }
+
+// NodePoolJoinSecretName names the Secret, in the NodePool's namespace,
+// that holds what a machine of platform None needs to join.
+func NodePoolJoinSecretName(pool string) string { return pool + "-join" }

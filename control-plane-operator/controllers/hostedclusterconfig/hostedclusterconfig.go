@@ -60,24 +60,25 @@ type Reconciler struct {
 	hosted client.Client
 }
 
-// SetupWithManager runs the controller on the HostedControlPlane and its
-// kubeconfig Secret.
+// SetupWithManager runs the controller on the HostedControlPlane, its
+// kubeconfig Secret and the NodePools' token Secrets.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	own := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == r.Name })
-	isKubeconfig := predicate.NewPredicateFuncs(func(obj client.Object) bool {
-		return obj.GetName() == pki.HostedClusterConfigKubeconfigSecret
+	isInput := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		_, isToken := obj.GetLabels()[hyperv1.NodePoolLabel]
+		return obj.GetName() == pki.HostedClusterConfigKubeconfigSecret || isToken
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostedclusterconfig").
 		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(own)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: r.Name}}}
-		}), builder.WithPredicates(isKubeconfig)).
+		}), builder.WithPredicates(isInput)).
 		Complete(r)
 }
 
-// Reconcile applies Objects in the hosted cluster once its kubeconfig
-// exists.
+// Reconcile applies Objects and the NodePools' bootstrap tokens in the
+// hosted cluster once its kubeconfig exists.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	hcp := &hyperv1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
@@ -103,6 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if _, err := applier.Apply(ctx, obj); err != nil {
 			errs = append(errs, fmt.Errorf("failed to apply %T %s in the hosted cluster: %w", obj, obj.GetName(), err))
 		}
+	}
+	if err := r.reconcileTokens(ctx, req.Namespace, hosted); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,6 +109,39 @@ func TestReconcileConfiguresTheHostedCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertConfigured(t)
+	})
+
+	t.Run("a NodePool's token is installed while the pool has one, and removed with it", func(t *testing.T) {
+		pool := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.NodePoolTokenSecretName("workers"),
+				Labels: map[string]string{hyperv1.NodePoolLabel: "workers", "hypershift.openshift.io/control-plane-component": hyperv1.NodePoolTokenComponent}},
+			Data: map[string][]byte{"token-id": []byte("abc123"), "token-secret": []byte("0123456789abcdef"), "expiration": []byte("2099-01-01T00:00:00Z")},
+		}
+		if err := env.Client.Create(t.Context(), pool); err != nil {
+			t.Fatal(err)
+		}
+		installed := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-abc123"}
+		t.Cleanup(func() { _ = env.Client.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installed.Namespace, Name: installed.Name}}) })
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		token := &corev1.Secret{}
+		if err := env.Client.Get(t.Context(), installed, token); err != nil {
+			t.Fatal(err)
+		}
+		if token.Type != corev1.SecretTypeBootstrapToken || string(token.Data["auth-extra-groups"]) != hyperv1.NodeBootstrapGroup ||
+			string(token.Data["token-secret"]) != "0123456789abcdef" || string(token.Data["usage-bootstrap-authentication"]) != "true" {
+			t.Errorf("installed token: type %s data %q", token.Type, token.Data)
+		}
+		if err := env.Client.Delete(t.Context(), pool); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Get(t.Context(), installed, token); !apierrors.IsNotFound(err) {
+			t.Errorf("the token of a deleted pool: %v, want it removed", err)
+		}
 	})
 
 	t.Run("a kubeconfig that does not parse is named", func(t *testing.T) {

@@ -1,0 +1,75 @@
+package hostedclusterconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/apply"
+)
+
+// bootstrapToken is the hosted cluster's bootstrap token Secret for a
+// NodePool's token Secret in the control-plane namespace: it authenticates
+// as a member of hyperv1.NodeBootstrapGroup until it expires.
+func bootstrapToken(pool *corev1.Secret) *corev1.Secret {
+	id := string(pool.Data["token-id"])
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id,
+			Labels: map[string]string{managedByLabel: FieldOwner, hyperv1.NodePoolLabel: pool.Labels[hyperv1.NodePoolLabel]},
+		},
+		Type: corev1.SecretTypeBootstrapToken,
+		Data: map[string][]byte{
+			"token-id": pool.Data["token-id"], "token-secret": pool.Data["token-secret"], "expiration": pool.Data["expiration"],
+			"usage-bootstrap-authentication": []byte("true"),
+			"auth-extra-groups":              []byte(hyperv1.NodeBootstrapGroup),
+			"description":                    []byte("joins the machines of NodePool " + pool.Labels[hyperv1.NodePoolLabel]),
+		},
+	}
+}
+
+// reconcileTokens installs the current token of every NodePool of the
+// control plane in the hosted cluster, and removes the tokens of pools
+// that are gone. A pool's earlier token stays until it expires (the
+// hosted token cleaner deletes it): a machine that read it just before a
+// rotation still joins.
+func (r *Reconciler) reconcileTokens(ctx context.Context, namespace string, hosted client.Client) error {
+	pools := &corev1.SecretList{}
+	if err := r.Client.List(ctx, pools, client.InNamespace(namespace), client.HasLabels{hyperv1.NodePoolLabel}); err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	applier := apply.Applier{Client: hosted, FieldOwner: FieldOwner}
+	var errs []error
+	for i := range pools.Items {
+		pool := &pools.Items[i]
+		if pool.Name != hyperv1.NodePoolTokenSecretName(pool.Labels[hyperv1.NodePoolLabel]) || len(pool.Data["token-id"]) == 0 {
+			continue
+		}
+		live[pool.Labels[hyperv1.NodePoolLabel]] = true
+		if _, err := applier.Apply(ctx, bootstrapToken(pool)); err != nil {
+			errs = append(errs, fmt.Errorf("failed to install the bootstrap token of NodePool %s in the hosted cluster: %w", pool.Labels[hyperv1.NodePoolLabel], err))
+		}
+	}
+	installed := &corev1.SecretList{}
+	if err := hosted.List(ctx, installed, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{managedByLabel: FieldOwner}, client.HasLabels{hyperv1.NodePoolLabel}); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range installed.Items {
+		token := &installed.Items[i]
+		if live[token.Labels[hyperv1.NodePoolLabel]] {
+			continue
+		}
+		if err := hosted.Delete(ctx, token); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("failed to remove the bootstrap token of deleted NodePool %s: %w", token.Labels[hyperv1.NodePoolLabel], err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,296 @@
+// Package nodepool is the hypershift-operator's NodePool controller. For
+// each NodePool it checks the HostedCluster the pool joins, keeps the
+// pool's bootstrap token in the control-plane namespace (the
+// control-plane-operator installs it in the hosted cluster), rotating it
+// with an overlap so that a machine in the middle of joining is not cut
+// off, and, for platform None, publishes beside the NodePool what the
+// user's machines join with: the bootstrap kubeconfig and the hosted
+// cluster's CA.
+package nodepool
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/conditions"
+)
+
+// FieldOwner is the field manager of the controller's applies.
+const FieldOwner = "hypershift-operator"
+
+// TokenTTL is how long a bootstrap token joins machines. A new one is
+// issued once half of it has passed; the old one keeps working until it
+// expires (the hosted kube-controller-manager's token cleaner then deletes
+// it), so a machine that read it just before the rotation still joins.
+const TokenTTL = 24 * time.Hour
+
+// Reasons of the NodePool's conditions.
+const (
+	HostedClusterNotFoundReason  = "HostedClusterNotFound"
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
+)
+
+// Reconciler reconciles NodePools.
+type Reconciler struct {
+	Client client.Client
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager watches NodePools, and the HostedClusters they join
+// (a cluster created after its pool, a kubeconfig published).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodepool").
+		For(&hyperv1.NodePool{}).
+		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.poolsOf)).
+		Complete(r)
+}
+
+// poolsOf maps a HostedCluster to the NodePools that name it.
+func (r *Reconciler) poolsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	pools := &hyperv1.NodePoolList{}
+	if err := r.Client.List(ctx, pools, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, np := range pools.Items {
+		if np.Spec.ClusterName == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: np.Namespace, Name: np.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile brings one NodePool's token and join material in line.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	np := &hyperv1.NodePool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, np); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cpNamespace := hyperv1.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName)
+	if !np.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, np, cpNamespace)
+	}
+	if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
+		patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(np, hyperv1.Finalizer)
+		if err := r.Client.Patch(ctx, np, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
+		}
+	}
+	original := np.Status.DeepCopy()
+	result, err := r.reconcileNormal(ctx, np, cpNamespace)
+	np.Status.ObservedGeneration = np.Generation
+	if !equality.Semantic.DeepEqual(*original, np.Status) {
+		if statusErr := r.Client.Status().Update(ctx, np); statusErr != nil && !apierrors.IsNotFound(statusErr) {
+			err = errors.Join(err, fmt.Errorf("failed to update the status: %w", statusErr))
+		}
+	}
+	return result, err
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) (ctrl.Result, error) {
+	set := func(conditionType string, status metav1.ConditionStatus, reason, message string) {
+		conditions.Set(&np.Status.Conditions, np.Generation, conditionType, status, reason, message)
+	}
+	set(hyperv1.AutoscalingEnabled, metav1.ConditionFalse, hyperv1.AsExpectedReason, "Autoscaling is not supported: spec.replicas sets the size")
+	hc := &hyperv1.HostedCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}, hc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		message := fmt.Sprintf("HostedCluster %s/%s does not exist: create it (hypershift create cluster none %s -n %s), or create the NodePool for an existing cluster",
+			np.Namespace, np.Spec.ClusterName, np.Spec.ClusterName, np.Namespace)
+		set(hyperv1.ValidHostedCluster, metav1.ConditionFalse, HostedClusterNotFoundReason, message)
+		set(hyperv1.Ready, metav1.ConditionFalse, HostedClusterNotFoundReason, message)
+		return ctrl.Result{}, nil
+	}
+	set(hyperv1.ValidHostedCluster, metav1.ConditionTrue, hyperv1.AsExpectedReason, "HostedCluster "+hc.Namespace+"/"+hc.Name+" exists")
+
+	waiting := func(message string) (ctrl.Result, error) {
+		set(hyperv1.Ready, metav1.ConditionFalse, WaitingForControlPlaneReason, message)
+		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
+	}
+	if !hc.DeletionTimestamp.IsZero() {
+		return waiting("HostedCluster " + hc.Name + " is being deleted")
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: cpNamespace}, ns); apierrors.IsNotFound(err) {
+		return waiting("The control-plane namespace " + cpNamespace + " does not exist yet")
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	token, renewAt, err := r.reconcileToken(ctx, np, cpNamespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result := ctrl.Result{RequeueAfter: max(renewAt.Sub(r.now()), time.Second)}
+	server, ca, err := r.endpoint(ctx, hc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if server == "" {
+		return waiting("The hosted control plane has not published its endpoint and CA yet (no admin kubeconfig)")
+	}
+	if err := r.publishJoin(ctx, np, server, ca, token); err != nil {
+		return ctrl.Result{}, err
+	}
+	set(hyperv1.Ready, metav1.ConditionTrue, hyperv1.AsExpectedReason,
+		"Machines join with the bootstrap kubeconfig in Secret "+np.Namespace+"/"+hyperv1.NodePoolJoinSecretName(np.Name))
+	return result, nil
+}
+
+// reconcileToken returns the pool's current token (id.secret), issuing a
+// new one when there is none or half its life has passed, and when the
+// next rotation is due.
+func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) (string, time.Time, error) {
+	key := client.ObjectKey{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName(np.Name)}
+	live := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", time.Time{}, err
+	}
+	if err == nil {
+		expires, parseErr := time.Parse(time.RFC3339, string(live.Data["expiration"]))
+		if renewAt := expires.Add(-TokenTTL / 2); parseErr == nil && r.now().Before(renewAt) {
+			return string(live.Data["token-id"]) + "." + string(live.Data["token-secret"]), renewAt, nil
+		}
+	}
+	id, err := randomString(6)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	secret, err := randomString(16)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	expires := r.now().Add(TokenTTL).UTC().Truncate(time.Second)
+	desired := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name,
+			Labels:      map[string]string{hyperv1.NodePoolLabel: np.Name, "hypershift.openshift.io/control-plane-component": hyperv1.NodePoolTokenComponent},
+			Annotations: map[string]string{hyperv1.ClusterAnnotation: np.Namespace + "/" + np.Spec.ClusterName},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			"token-id": []byte(id), "token-secret": []byte(secret),
+			"expiration": []byte(expires.Format(time.RFC3339)),
+		},
+	}
+	if _, err := (apply.Applier{Client: r.Client, FieldOwner: FieldOwner}).Apply(ctx, desired); err != nil {
+		return "", time.Time{}, fmt.Errorf("failed to issue the bootstrap token of NodePool %s/%s: %w", np.Namespace, np.Name, err)
+	}
+	return id + "." + secret, expires.Add(-TokenTTL / 2), nil
+}
+
+// endpoint is the hosted kube-apiserver's URL and CA, from the admin
+// kubeconfig the hypershift-operator copies beside the HostedCluster; ""
+// while there is none.
+func (r *Reconciler) endpoint(ctx context.Context, hc *hyperv1.HostedCluster) (string, []byte, error) {
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: hyperv1.AdminKubeconfigName(hc.Name)}, secret); apierrors.IsNotFound(err) {
+		return "", nil, nil
+	} else if err != nil {
+		return "", nil, err
+	}
+	config, err := clientcmd.Load(secret.Data[hyperv1.KubeconfigKey])
+	if err != nil {
+		return "", nil, fmt.Errorf("the admin kubeconfig of HostedCluster %s/%s does not load: %w", hc.Namespace, hc.Name, err)
+	}
+	context := config.Contexts[config.CurrentContext]
+	if context == nil || config.Clusters[context.Cluster] == nil {
+		return "", nil, fmt.Errorf("the admin kubeconfig of HostedCluster %s/%s has no current cluster", hc.Namespace, hc.Name)
+	}
+	cluster := config.Clusters[context.Cluster]
+	return cluster.Server, cluster.CertificateAuthorityData, nil
+}
+
+// publishJoin applies the pool's join Secret, owned by the NodePool: it
+// goes with it.
+func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, server string, ca []byte, token string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[np.Spec.ClusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	kc.AuthInfos["kubelet-bootstrap"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["kubelet-bootstrap"] = &clientcmdapi.Context{Cluster: np.Spec.ClusterName, AuthInfo: "kubelet-bootstrap"}
+	kc.CurrentContext = "kubelet-bootstrap"
+	raw, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	desired := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: np.Namespace, Name: hyperv1.NodePoolJoinSecretName(np.Name),
+			Labels: map[string]string{hyperv1.NodePoolLabel: np.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: hyperv1.GroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{hyperv1.BootstrapKubeconfigKey: raw, hyperv1.CACertKey: ca},
+	}
+	if _, err := (apply.Applier{Client: r.Client, FieldOwner: FieldOwner}).Apply(ctx, desired); err != nil {
+		return fmt.Errorf("failed to publish the join Secret of NodePool %s/%s: %w", np.Namespace, np.Name, err)
+	}
+	return nil
+}
+
+// reconcileDelete deletes the pool's token (the control-plane-operator then
+// removes it from the hosted cluster; no machine joins with it again) and
+// lets the NodePool go; its join Secret goes with it by owner reference.
+func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) error {
+	if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
+		return nil
+	}
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName(np.Name)}}
+	if err := r.Client.Delete(ctx, token); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to delete the bootstrap token of NodePool %s/%s: %w", np.Namespace, np.Name, err)
+	}
+	patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(np, hyperv1.Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
+}
+
+// randomString is n characters of [a-z0-9], as bootstrap tokens are.
+func randomString(n int) (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, n)
+	for i := range out {
+		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		out[i] = alphabet[k.Int64()]
+	}
+	return string(out), nil
+}

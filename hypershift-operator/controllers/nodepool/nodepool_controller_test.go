@@ -1,0 +1,195 @@
+package nodepool
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	os.Exit(testenv.Main(m, testenv.Options{SkipAdmissionPolicies: true}, &env))
+}
+
+// TestNodePoolJoinMaterial follows one NodePool of platform None: refused
+// while its HostedCluster does not exist; then given a bootstrap token in
+// the control-plane namespace and a join Secret beside it that reaches the
+// hosted kube-apiserver with that token; a new token once half the old
+// one's life has passed; the token deleted with the pool.
+func TestNodePoolJoinMaterial(t *testing.T) {
+	ns := env.Namespace(t)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := &Reconciler{Client: env.Client, Now: func() time.Time { return now }}
+	np := &hyperv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: "demo",
+			Release:     hyperv1.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64"},
+			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+		},
+	}
+	if err := env.Client.Create(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(np)}
+	reconcile := func() ctrl.Result {
+		t.Helper()
+		res, err := r.Reconcile(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	reconcile()
+	c := condition(t, np, hyperv1.ValidHostedCluster)
+	if c.Status != metav1.ConditionFalse || c.Reason != HostedClusterNotFoundReason ||
+		!strings.Contains(c.Message, "HostedCluster "+ns+"/demo does not exist: create it (hypershift create cluster none demo -n "+ns+")") {
+		t.Fatalf("ValidHostedCluster %+v", c)
+	}
+
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64"},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"},
+			Services:   hyperv1.NodePortServices("198.18.0.11", 0),
+		},
+	}
+	if err := env.Client.Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionFalse || c.Reason != WaitingForControlPlaneReason {
+		t.Fatalf("Ready without a control-plane namespace: %+v", c)
+	}
+	cpNamespace := hyperv1.ControlPlaneNamespace(ns, "demo")
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}}) })
+	reconcile()
+	first := token(t, cpNamespace)
+	if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "no admin kubeconfig") {
+		t.Fatalf("Ready without the admin kubeconfig: %+v", c)
+	}
+
+	ca := []byte("-----BEGIN CERTIFICATE-----\nroot\n-----END CERTIFICATE-----\n")
+	admin := clientcmdapi.NewConfig()
+	admin.Clusters["demo"] = &clientcmdapi.Cluster{Server: "https://198.18.0.11:31443", CertificateAuthorityData: ca}
+	admin.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "admin"}
+	admin.Contexts["admin"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: "admin"}
+	admin.CurrentContext = "admin"
+	raw, err := clientcmd.Write(*admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.AdminKubeconfigName("demo")},
+		Data:       map[string][]byte{hyperv1.KubeconfigKey: raw},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := reconcile()
+	if want := 12 * time.Hour; res.RequeueAfter != want {
+		t.Errorf("requeue after %s, want the rotation in %s", res.RequeueAfter, want)
+	}
+	if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, ns+"/workers-join") {
+		t.Fatalf("Ready: %+v", c)
+	}
+	if again := token(t, cpNamespace); again != first {
+		t.Fatalf("the token changed from %s to %s before its rotation", first, again)
+	}
+	assertJoin(t, ns, first, ca)
+
+	now = now.Add(TokenTTL/2 + time.Minute)
+	reconcile()
+	second := token(t, cpNamespace)
+	if second == first || strings.Split(second, ".")[0] == strings.Split(first, ".")[0] {
+		t.Fatalf("no new token after half the old one's life: %s, then %s", first, second)
+	}
+	assertJoin(t, ns, second, ca)
+
+	if err := env.Client.Delete(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName("workers")}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the token Secret after the NodePool's deletion: %v, want NotFound", err)
+	}
+	if err := env.Client.Get(t.Context(), req.NamespacedName, &hyperv1.NodePool{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the NodePool after its deletion: %v, want it gone", err)
+	}
+}
+
+// condition reads np again and returns its condition conditionType.
+func condition(t *testing.T, np *hyperv1.NodePool, conditionType string) metav1.Condition {
+	t.Helper()
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(np.Status.Conditions, conditionType)
+	if c == nil {
+		t.Fatalf("no %s condition in %+v", conditionType, np.Status.Conditions)
+	}
+	return *c
+}
+
+// token is the pool's current token, id.secret, with its Secret's labels
+// checked.
+func token(t *testing.T, cpNamespace string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName("workers")}, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels[hyperv1.NodePoolLabel] != "workers" {
+		t.Errorf("token Secret labels %v", s.Labels)
+	}
+	if _, err := time.Parse(time.RFC3339, string(s.Data["expiration"])); err != nil {
+		t.Errorf("token expiration %q: %v", s.Data["expiration"], err)
+	}
+	return string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])
+}
+
+// assertJoin fails unless the join Secret reaches the hosted API with token
+// and holds the CA.
+func assertJoin(t *testing.T, ns, token string, ca []byte) {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.NodePoolJoinSecretName("workers")}, s); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.Load(s.Data[hyperv1.BootstrapKubeconfigKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://198.18.0.11:31443" || cfg.BearerToken != token || string(cfg.CAData) != string(ca) || string(s.Data[hyperv1.CACertKey]) != string(ca) {
+		t.Errorf("join Secret: server %s token %s CA %q, want the endpoint, token %s and the CA", cfg.Host, cfg.BearerToken, cfg.CAData, token)
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != "NodePool" || s.OwnerReferences[0].Name != "workers" {
+		t.Errorf("join Secret owners %+v, want the NodePool", s.OwnerReferences)
+	}
+}
