@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -181,9 +182,12 @@ func testNodeJoins(t *testing.T) {
 	}
 	testutil.Eventually(t, time.Minute, func() error {
 		err := hostedClient.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return err
 		}
-		return fmt.Errorf("the deleted pool's token in the hosted cluster: %v", err)
+		return errors.New("the deleted pool's token is still in the hosted cluster")
 	})
 }

@@ -1,6 +1,7 @@
 package hostedclusterconfig
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestReconcileConfiguresTheHostedCluster(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, obj := range Objects() {
-			_ = env.Client.Delete(t.Context(), obj)
+			_ = env.Client.Delete(context.Background(), obj)
 		}
 	})
 
@@ -121,7 +122,9 @@ func TestReconcileConfiguresTheHostedCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		installed := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-abc123"}
-		t.Cleanup(func() { _ = env.Client.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installed.Namespace, Name: installed.Name}}) })
+		t.Cleanup(func() {
+			_ = env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installed.Namespace, Name: installed.Name}})
+		})
 		if _, err := r.Reconcile(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}

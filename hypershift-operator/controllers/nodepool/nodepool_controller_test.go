@@ -1,6 +1,7 @@
 package nodepool
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -85,7 +86,9 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}})
+	})
 	reconcile()
 	first := token(t, cpNamespace)
 	if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "no admin kubeconfig") {
