@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -165,7 +166,11 @@ func (h *Host) keepNetnsDir() {
 			}
 		}
 		if !existed {
-			return os.Remove(dir)
+			// Nodes attached side by side may each have found it missing:
+			// the first undo removes it.
+			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 		}
 		return nil
 	})
