@@ -16,7 +16,7 @@ const (
 	AppLabel = "app"
 	// ComponentLabel marks every object the control-plane-operator renders
 	// with the component it belongs to ("pki" for the PKI's Secrets).
-	ComponentLabel = "hypershift.openshift.io/control-plane-component"
+	ComponentLabel = hyperv1.ControlPlaneComponentLabel
 	// SecretsHashAnnotation on a pod template is a digest of the Secrets
 	// its processes read, so that a re-issued certificate rolls them.
 	SecretsHashAnnotation = "hypershift.openshift.io/secrets-hash"

@@ -123,3 +123,14 @@ func nodeAddresses(node *corev1.Node) (names, ips []string) {
 	}
 	return names, ips
 }
+
+// Decided reports whether a request was approved or denied already: an
+// approver leaves it alone then.
+func Decided(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied {
+			return true
+		}
+	}
+	return false
+}

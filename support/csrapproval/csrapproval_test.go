@@ -127,3 +127,20 @@ func TestNodeName(t *testing.T) {
 		t.Errorf("NodeName of a client request = %q, want none", got)
 	}
 }
+
+func TestDecided(t *testing.T) {
+	csr := request(t, nil)
+	if Decided(csr) {
+		t.Fatal("a new request reads as decided")
+	}
+	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue}}
+	if Decided(csr) {
+		t.Error("a request that only failed reads as decided")
+	}
+	for _, kind := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
+		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: kind, Status: corev1.ConditionTrue}}
+		if !Decided(csr) {
+			t.Errorf("a request with %s reads as undecided", kind)
+		}
+	}
+}

@@ -2,9 +2,8 @@ package localcluster
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"math/big"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/support/csrapproval"
@@ -39,43 +40,26 @@ const bootstrapTokenTTL = time.Hour
 // newBootstrapToken creates a bootstrap token Secret and returns a client
 // configuration that authenticates with it.
 func (c *Cluster) newBootstrapToken(ctx context.Context, server string) (*rest.Config, error) {
-	id, err := randomString(6)
+	bearer, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
 		return nil, err
 	}
-	secret, err := randomString(16)
-	if err != nil {
-		return nil, err
-	}
+	id, secret, _ := strings.Cut(bearer, ".")
 	token := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)},
 		Type:       corev1.SecretTypeBootstrapToken,
 		StringData: map[string]string{
-			"token-id": id, "token-secret": secret,
-			"usage-bootstrap-authentication": "true",
-			"auth-extra-groups":              bootstrapGroup,
-			"expiration":                     time.Now().Add(bootstrapTokenTTL).UTC().Format(time.RFC3339),
-			"description":                    "joins the local cluster's nodes",
+			bootstrapapi.BootstrapTokenIDKey: id, bootstrapapi.BootstrapTokenSecretKey: secret,
+			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      bootstrapGroup,
+			bootstrapapi.BootstrapTokenExpirationKey:       time.Now().Add(bootstrapTokenTTL).UTC().Format(time.RFC3339),
+			bootstrapapi.BootstrapTokenDescriptionKey:      "joins the local cluster's nodes",
 		},
 	}
 	if err := c.Env.Client.Create(ctx, token); err != nil {
 		return nil, fmt.Errorf("failed to create the nodes' bootstrap token: %w", err)
 	}
-	return &rest.Config{Host: server, BearerToken: id + "." + secret, TLSClientConfig: rest.TLSClientConfig{CAData: c.Env.Config.CAData}}, nil
-}
-
-// randomString is n characters of [a-z0-9], as bootstrap tokens are.
-func randomString(n int) (string, error) {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	out := make([]byte, n)
-	for i := range out {
-		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", err
-		}
-		out[i] = alphabet[k.Int64()]
-	}
-	return string(out), nil
+	return &rest.Config{Host: server, BearerToken: bearer, TLSClientConfig: rest.TLSClientConfig{CAData: c.Env.Config.CAData}}, nil
 }
 
 // bootstrapRoleBindings let bootstrap tokens ask for client certificates
@@ -109,7 +93,7 @@ func (c *Cluster) approveServing(ctx context.Context) {
 		for i := range list.Items {
 			csr := &list.Items[i]
 			name := csrapproval.NodeName(csr)
-			if name == "" || decided(csr) {
+			if name == "" || csrapproval.Decided(csr) {
 				continue
 			}
 			node := &corev1.Node{}
@@ -130,14 +114,4 @@ func (c *Cluster) approveServing(ctx context.Context) {
 		}
 		return false, nil
 	})
-}
-
-// decided reports whether a request was approved or denied already.
-func decided(csr *certificatesv1.CertificateSigningRequest) bool {
-	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied {
-			return true
-		}
-	}
-	return false
 }

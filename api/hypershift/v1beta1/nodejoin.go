@@ -21,9 +21,12 @@ const (
 	// NodePoolLabel names, on a token Secret (and on a pool's nodes), the
 	// NodePool it belongs to.
 	NodePoolLabel = "hypershift.openshift.io/nodePool"
-	// NodePoolTokenComponent is the control-plane component label value of
-	// the token Secrets (the control-plane-operator watches Secrets of its
-	// components only).
+	// ControlPlaneComponentLabel marks the objects of a control-plane
+	// namespace the control-plane-operator watches (it caches Secrets with
+	// this label only): its components', and the NodePools' tokens.
+	ControlPlaneComponentLabel = "hypershift.openshift.io/control-plane-component"
+	// NodePoolTokenComponent is the ControlPlaneComponentLabel value of the
+	// token Secrets.
 	NodePoolTokenComponent = "node-bootstrap-token"
 	// BootstrapKubeconfigKey holds, in a NodePool's join Secret, the
 	// kubeconfig a kubelet joins with (--bootstrap-kubeconfig).

@@ -109,7 +109,7 @@ func (a *ServingApprover) watch(ctx context.Context, clientset kubernetes.Interf
 // request whose Node is registered.
 func (a *ServingApprover) decide(ctx context.Context, clientset kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest) {
 	name := csrapproval.NodeName(csr)
-	if name == "" || decided(csr) {
+	if name == "" || csrapproval.Decided(csr) {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("csr", csr.Name, "node", name)
@@ -136,14 +136,4 @@ func (a *ServingApprover) decide(ctx context.Context, clientset kubernetes.Inter
 		return
 	}
 	log.Info("Decided a kubelet serving certificate request", "decision", condition.Type, "reason", condition.Message)
-}
-
-// decided reports whether a request was approved or denied already.
-func decided(csr *certificatesv1.CertificateSigningRequest) bool {
-	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied {
-			return true
-		}
-	}
-	return false
 }

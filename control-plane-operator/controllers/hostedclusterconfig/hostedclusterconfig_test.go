@@ -115,7 +115,7 @@ func TestReconcileConfiguresTheHostedCluster(t *testing.T) {
 	t.Run("a NodePool's token is installed while the pool has one, and removed with it", func(t *testing.T) {
 		pool := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.NodePoolTokenSecretName("workers"),
-				Labels: map[string]string{hyperv1.NodePoolLabel: "workers", "hypershift.openshift.io/control-plane-component": hyperv1.NodePoolTokenComponent}},
+				Labels: map[string]string{hyperv1.NodePoolLabel: "workers", hyperv1.ControlPlaneComponentLabel: hyperv1.NodePoolTokenComponent}},
 			Data: map[string][]byte{"token-id": []byte("abc123"), "token-secret": []byte("0123456789abcdef"), "expiration": []byte("2099-01-01T00:00:00Z")},
 		}
 		if err := env.Client.Create(t.Context(), pool); err != nil {

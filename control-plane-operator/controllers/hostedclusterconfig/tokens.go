@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -18,19 +20,21 @@ import (
 // NodePool's token Secret in the control-plane namespace: it authenticates
 // as a member of hyperv1.NodeBootstrapGroup until it expires.
 func bootstrapToken(pool *corev1.Secret) *corev1.Secret {
-	id := string(pool.Data["token-id"])
+	id := string(pool.Data[bootstrapapi.BootstrapTokenIDKey])
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id,
+			Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id),
 			Labels: map[string]string{managedByLabel: FieldOwner, hyperv1.NodePoolLabel: pool.Labels[hyperv1.NodePoolLabel]},
 		},
 		Type: corev1.SecretTypeBootstrapToken,
 		Data: map[string][]byte{
-			"token-id": pool.Data["token-id"], "token-secret": pool.Data["token-secret"], "expiration": pool.Data["expiration"],
-			"usage-bootstrap-authentication": []byte("true"),
-			"auth-extra-groups":              []byte(hyperv1.NodeBootstrapGroup),
-			"description":                    []byte("joins the machines of NodePool " + pool.Labels[hyperv1.NodePoolLabel]),
+			bootstrapapi.BootstrapTokenIDKey:               pool.Data[bootstrapapi.BootstrapTokenIDKey],
+			bootstrapapi.BootstrapTokenSecretKey:           pool.Data[bootstrapapi.BootstrapTokenSecretKey],
+			bootstrapapi.BootstrapTokenExpirationKey:       pool.Data[bootstrapapi.BootstrapTokenExpirationKey],
+			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte(hyperv1.NodeBootstrapGroup),
+			bootstrapapi.BootstrapTokenDescriptionKey:      []byte("joins the machines of NodePool " + pool.Labels[hyperv1.NodePoolLabel]),
 		},
 	}
 }
@@ -50,7 +54,7 @@ func (r *Reconciler) reconcileTokens(ctx context.Context, namespace string, host
 	var errs []error
 	for i := range pools.Items {
 		pool := &pools.Items[i]
-		if pool.Name != hyperv1.NodePoolTokenSecretName(pool.Labels[hyperv1.NodePoolLabel]) || len(pool.Data["token-id"]) == 0 {
+		if pool.Name != hyperv1.NodePoolTokenSecretName(pool.Labels[hyperv1.NodePoolLabel]) || len(pool.Data[bootstrapapi.BootstrapTokenIDKey]) == 0 {
 			continue
 		}
 		live[pool.Labels[hyperv1.NodePoolLabel]] = true

@@ -10,10 +10,9 @@ package nodepool
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"math/big"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,37 +180,34 @@ func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, c
 		return "", time.Time{}, err
 	}
 	if err == nil {
-		expires, parseErr := time.Parse(time.RFC3339, string(live.Data["expiration"]))
+		expires, parseErr := time.Parse(time.RFC3339, string(live.Data[bootstrapapi.BootstrapTokenExpirationKey]))
 		if renewAt := expires.Add(-TokenTTL / 2); parseErr == nil && r.now().Before(renewAt) {
-			return string(live.Data["token-id"]) + "." + string(live.Data["token-secret"]), renewAt, nil
+			return bootstraputil.TokenFromIDAndSecret(string(live.Data[bootstrapapi.BootstrapTokenIDKey]), string(live.Data[bootstrapapi.BootstrapTokenSecretKey])), renewAt, nil
 		}
 	}
-	id, err := randomString(6)
+	token, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	secret, err := randomString(16)
-	if err != nil {
-		return "", time.Time{}, err
-	}
+	id, secret, _ := strings.Cut(token, ".")
 	expires := r.now().Add(TokenTTL).UTC().Truncate(time.Second)
 	desired := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
-			Labels:      map[string]string{hyperv1.NodePoolLabel: np.Name, "hypershift.openshift.io/control-plane-component": hyperv1.NodePoolTokenComponent},
+			Labels:      map[string]string{hyperv1.NodePoolLabel: np.Name, hyperv1.ControlPlaneComponentLabel: hyperv1.NodePoolTokenComponent},
 			Annotations: map[string]string{hyperv1.ClusterAnnotation: np.Namespace + "/" + np.Spec.ClusterName},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			"token-id": []byte(id), "token-secret": []byte(secret),
-			"expiration": []byte(expires.Format(time.RFC3339)),
+			bootstrapapi.BootstrapTokenIDKey: []byte(id), bootstrapapi.BootstrapTokenSecretKey: []byte(secret),
+			bootstrapapi.BootstrapTokenExpirationKey: []byte(expires.Format(time.RFC3339)),
 		},
 	}
 	if _, err := (apply.Applier{Client: r.Client, FieldOwner: FieldOwner}).Apply(ctx, desired); err != nil {
 		return "", time.Time{}, fmt.Errorf("failed to issue the bootstrap token of NodePool %s/%s: %w", np.Namespace, np.Name, err)
 	}
-	return id + "." + secret, expires.Add(-TokenTTL / 2), nil
+	return token, expires.Add(-TokenTTL / 2), nil
 }
 
 // endpoint is the hosted kube-apiserver's URL and CA, from the admin
@@ -279,18 +277,4 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 	patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(np, hyperv1.Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
-}
-
-// randomString is n characters of [a-z0-9], as bootstrap tokens are.
-func randomString(n int) (string, error) {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	out := make([]byte, n)
-	for i := range out {
-		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", err
-		}
-		out[i] = alphabet[k.Int64()]
-	}
-	return string(out), nil
 }
