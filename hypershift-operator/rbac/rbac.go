@@ -63,9 +63,10 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedclusters/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: readWrite},
-		// NodePools as HostedClusters; their join Secrets are owned by them
+		// NodePools as HostedClusters, and deleted with their cluster (before
+		// its control plane); their join Secrets are owned by them
 		// without blocking their deletion, so no finalizers subresource.
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"nodepools"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"nodepools"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"nodepools/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: readWrite},
 		// Secrets are read one by one past the cache; list and watch serve

@@ -23,6 +23,7 @@ import (
 
 // The reasons of the teardown's events, one per step.
 const (
+	DeletingNodePoolsReason    = "DeletingNodePools"
 	DeletingControlPlaneReason = "DeletingHostedControlPlane"
 	DeletingNamespaceReason    = "DeletingControlPlaneNamespace"
 	TornDownReason             = "TornDown"
@@ -93,10 +94,17 @@ func (r *Reconciler) forgetReports(hc *hyperv1.HostedCluster) {
 	})
 }
 
-// teardown removes, in order, the HostedControlPlane, the fencing binding,
-// the CPO's auth-delegator ClusterRoleBinding and the control-plane
-// namespace, and reports when all are gone.
+// teardown removes, in order, the cluster's NodePools, the
+// HostedControlPlane, the fencing binding, the CPO's auth-delegator
+// ClusterRoleBinding and the control-plane namespace, and reports when all
+// are gone.
 func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
+	// The pools go first, while the control plane runs: their machines
+	// leave a hosted cluster that can still drain them, and their tokens
+	// leave it through a control-plane-operator that still acts.
+	if done, result, err := r.deleteNodePools(ctx, s); !done || err != nil {
+		return false, result, err
+	}
 	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
 		return false, result, err
 	}
@@ -111,6 +119,42 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 		return false, ctrl.Result{}, err
 	}
 	return r.deleteNamespace(ctx, s)
+}
+
+// deleteNodePools deletes the NodePools that name the HostedCluster and
+// waits until their finalizers have let them go. The list is read from the
+// API server: a pool the cache has not seen yet must not be left behind
+// with a control plane gone under it.
+func (r *Reconciler) deleteNodePools(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
+	pools := &hyperv1.NodePoolList{}
+	if err := r.APIReader.List(ctx, pools, client.InNamespace(s.hc.Namespace)); err != nil {
+		return false, ctrl.Result{}, fmt.Errorf("failed to list the NodePools of namespace %s: %w", s.hc.Namespace, err)
+	}
+	var deleting, waiting []string
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if np.Spec.ClusterName != s.hc.Name {
+			continue
+		}
+		waiting = append(waiting, np.Name)
+		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, np, client.Preconditions{UID: &np.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return false, ctrl.Result{}, fmt.Errorf("failed to delete NodePool %s/%s: %w", np.Namespace, np.Name, err)
+		}
+		deleting = append(deleting, np.Name)
+	}
+	if len(waiting) == 0 {
+		return true, ctrl.Result{}, nil
+	}
+	if len(deleting) > 0 {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, DeletingNodePoolsReason, "Teardown",
+			"Deleting NodePools %s before the control plane: their machines leave the hosted cluster first", strings.Join(deleting, ", "))
+	}
+	// A pool's deletion wakes the teardown (the NodePool watch); the poll
+	// bounds a missed event.
+	return false, ctrl.Result{RequeueAfter: teardownPoll}, nil
 }
 
 // deleteAuthDelegator removes the CPO's auth-delegator ClusterRoleBinding

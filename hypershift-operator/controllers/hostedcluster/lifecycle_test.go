@@ -1,6 +1,7 @@
 package hostedcluster_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -150,6 +152,73 @@ func TestDelete(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("the cluster's NodePools go first, before its control plane", func(t *testing.T) {
+		startOperator(t, func(r *hostedcluster.Reconciler) { r.TeardownTimeout = time.Hour })
+		c := newCluster(t, "4.17.0", nil)
+		// The pool holds itself with a finalizer, as the NodePool
+		// controller does while its machines and token go; a pool of
+		// another cluster in the namespace is left alone.
+		pool := func(name, cluster string) *hyperv1.NodePool {
+			np := &hyperv1.NodePool{
+				ObjectMeta: metav1.ObjectMeta{Namespace: c.hc.Namespace, Name: name, Finalizers: []string{"test.hypershift.openshift.io/machines"}},
+				Spec: hyperv1.NodePoolSpec{
+					ClusterName: cluster, Release: c.hc.Spec.Release, Replicas: ptr.To(int32(1)),
+					Platform:   hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+					Management: hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+				},
+			}
+			if err := env.Client.Create(t.Context(), np); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				patch := client.MergeFrom(np.DeepCopy())
+				np.Finalizers = nil
+				_ = client.IgnoreNotFound(env.Client.Patch(context.Background(), np, patch))
+				_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), np))
+			})
+			return np
+		}
+		ours, theirs := pool("workers", c.hc.Name), pool("other-workers", "other")
+		hcp := finalizeAndDelete(t, c)
+		testutil.Eventually(t, converge, func() error {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(ours), ours); err != nil {
+				return err
+			}
+			if ours.DeletionTimestamp.IsZero() {
+				return errors.New("the cluster's NodePool is not being deleted")
+			}
+			return nil
+		})
+		// While the pool stays, the control plane stays.
+		time.Sleep(2 * time.Second)
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hcp), hcp); err != nil || !hcp.DeletionTimestamp.IsZero() {
+			t.Fatalf("the HostedControlPlane must stay until the cluster's NodePools are gone: err=%v deleting=%v", err, hcp.DeletionTimestamp)
+		}
+		patch := client.MergeFrom(ours.DeepCopy())
+		ours.Finalizers = nil
+		if err := env.Client.Patch(t.Context(), ours, patch); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, converge, func() error {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(hcp), hcp); err != nil {
+				return err
+			}
+			if hcp.DeletionTimestamp.IsZero() {
+				return errors.New("the HostedControlPlane is not being deleted after the NodePools went")
+			}
+			return nil
+		})
+		patch = client.MergeFrom(hcp.DeepCopy())
+		hcp.Finalizers = nil
+		if err := env.Client.Patch(t.Context(), hcp, patch); err != nil {
+			t.Fatal(err)
+		}
+		awaitGone(t, c)
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(theirs), theirs); err != nil || !theirs.DeletionTimestamp.IsZero() {
+			t.Errorf("another cluster's NodePool: err=%v deleting=%v, want left alone", err, theirs.DeletionTimestamp)
+		}
 	})
 
 	t.Run("when no CPO holds the Lease, the HO finishes the teardown itself and says so", func(t *testing.T) {

@@ -120,6 +120,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// that one lets it go.
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.clustersOnNodePort)).
 		Watches(&hyperv1.HostedControlPlane{}, byAnnotation).
+		// A teardown waiting for the cluster's NodePools hears each go.
+		Watches(&hyperv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(clusterOfNodePool), builder.WithPredicates(onlyDeletes)).
 		// Every HostedCluster that maps to a namespace hears of it: the one
 		// refused because another owns it learns when it is gone.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace)).
@@ -185,6 +187,23 @@ func clusterFromAnnotation(_ context.Context, obj client.Object) []reconcile.Req
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: cluster}}
+}
+
+// clusterOfNodePool maps a NodePool to the HostedCluster it names.
+func clusterOfNodePool(_ context.Context, obj client.Object) []reconcile.Request {
+	np, ok := obj.(*hyperv1.NodePool)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}}}
+}
+
+// onlyDeletes passes deletions only.
+var onlyDeletes = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 }
 
 // clustersOfNamespace maps a control-plane namespace to every HostedCluster
