@@ -95,6 +95,12 @@ func (f *KubeconfigFlags) Connect() (client.Client, *rest.Config, error) {
 // --name (into name); both may be given only if they agree. With required,
 // a name must be given one way or the other.
 func NameArg(cmd *cobra.Command, name *string, usage string, required bool) {
+	KindNameArg(cmd, "HostedCluster", name, usage, required)
+}
+
+// KindNameArg is NameArg for an object of another kind, which the error of
+// a missing name names.
+func KindNameArg(cmd *cobra.Command, kind string, name *string, usage string, required bool) {
 	cmd.Flags().StringVar(name, "name", "", usage+" Also the command's argument.")
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
@@ -107,7 +113,7 @@ func NameArg(cmd *cobra.Command, name *string, usage string, required bool) {
 			*name = args[0]
 		}
 		if required && *name == "" {
-			return fmt.Errorf("a HostedCluster name is required: %s NAME (or --name=NAME)", cmd.CommandPath())
+			return fmt.Errorf("a %s name is required: %s NAME (or --name=NAME)", kind, cmd.CommandPath())
 		}
 		return nil
 	}

@@ -48,7 +48,7 @@ type CreateOptions struct {
 
 // NewCreateCommand returns `hypershift create` with `cluster none`.
 func NewCreateCommand() *cobra.Command {
-	create := &cobra.Command{Use: "create", Short: "Create hosted clusters", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
+	create := &cobra.Command{Use: "create", Short: "Create hosted clusters, their NodePools and kubeconfigs", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
 	clusterCmd := &cobra.Command{Use: "cluster", Short: "Create a HostedCluster", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
 	o := &CreateOptions{}
 	none := &cobra.Command{

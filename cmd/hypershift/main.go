@@ -17,6 +17,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
+	"github.com/hypershift-le/hypershift/cmd/nodepool"
 	"github.com/hypershift-le/hypershift/cmd/versions"
 	"github.com/hypershift-le/hypershift/support/version"
 )
@@ -28,6 +29,7 @@ func newRootCommand() *cobra.Command {
 		Example: `  hypershift install --wait-until-available
   hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json --wait
   hypershift create kubeconfig demo > demo.kubeconfig
+  hypershift create nodepool none workers --cluster-name=demo --replicas=2 --output-dir=./join
   hypershift update cluster demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.1-x86_64 --wait
   hypershift get leaders -A
   hypershift destroy cluster demo --wait`,
@@ -36,7 +38,7 @@ func newRootCommand() *cobra.Command {
 		Version:       version.String(),
 	}
 	create := cluster.NewCreateCommand()
-	create.AddCommand(kubeconfig.NewCommand())
+	create.AddCommand(kubeconfig.NewCommand(), nodepool.NewCreateCommand())
 	root.AddCommand(install.NewCommand(), create, cluster.NewUpdateCommand(), cluster.NewDestroyCommand(), get.NewCommand(), versions.NewCommand())
 	return root
 }

@@ -52,6 +52,7 @@ func TestCommandErrors(t *testing.T) {
 		{name: "when a flag is unknown", args: []string{"install", "--frobnicate"}, want: "unknown flag: --frobnicate"},
 		{name: "when a command is unknown", args: []string{"instal"}, want: `unknown command "instal"`},
 		{name: "when the name is missing", args: []string{"create", "cluster", "none", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: `a HostedCluster name is required: hypershift create cluster none NAME (or --name=NAME)`},
+		{name: "when the NodePool's name is missing", args: []string{"create", "nodepool", "none", "--cluster-name=demo"}, want: `a NodePool name is required: hypershift create nodepool none NAME (or --name=NAME)`},
 		{name: "when a required flag is missing", args: []string{"create", "cluster", "none", "demo", "--pull-secret=" + secret}, want: `required flag(s) "release-image" not set`},
 		{name: "when the name is given twice, differently", args: []string{"destroy", "cluster", "demo", "--name=other"}, want: `the name is given twice, as "demo" and as --name="other": give one`},
 		{name: "when the API server is down (version)", args: []string{"version", "--kubeconfig=" + unreachable, "--request-timeout=2s"}, want: "cannot reach the API server at https://127.0.0.1:1"},

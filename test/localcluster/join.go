@@ -24,9 +24,10 @@ type JoinOptions struct {
 	// Client is of the joined cluster: the Node is given its pod subnet
 	// with it (as node IPAM would) and watched until Ready.
 	Client client.Client
-	// ClusterDNS is the DNS server the node's pods are given; none when
-	// empty.
-	ClusterDNS string
+	// KubeletConfig is the joined cluster's part of the kubelet's
+	// configuration (a drop-in over the node's own), as a NodePool's join
+	// Secret holds it.
+	KubeletConfig []byte
 }
 
 // JoinNode starts one more real node on the local cluster's network, joined
@@ -43,7 +44,7 @@ func (c *Cluster) JoinNode(ctx context.Context, opts JoinOptions) (*nodes.Node, 
 		BinDir: c.opts.BinDir, CNIBinDir: cniBinDir,
 		BootstrapKubeconfig: opts.BootstrapKubeconfig, ClientCA: opts.ClientCA,
 		SandboxImage: c.Registry.Image("pause", "latest"), Registries: map[string]string{c.Registry.Host: "http://" + c.Registry.Host},
-		ClusterDNS: opts.ClusterDNS,
+		KubeletConfigDropIn: opts.KubeletConfig,
 	})
 	if err != nil {
 		return nil, err

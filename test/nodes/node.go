@@ -72,6 +72,10 @@ type Options struct {
 	// ClusterDNS is the DNS server's address pods are given (the kube-dns
 	// Service's ClusterIP, serving cluster.local); none when empty.
 	ClusterDNS string
+	// KubeletConfigDropIn is a KubeletConfiguration over the node's own
+	// (kubelet --config-dir): what the cluster a node joins sets, as a
+	// NodePool's join material holds it.
+	KubeletConfigDropIn []byte
 }
 
 // Node is a running node.
@@ -165,8 +169,16 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 			return err
 		}
 	}
+	if n.opts.KubeletConfigDropIn != nil {
+		if err := writeFile(filepath.Join(n.kubeletConfigDir(), "50-cluster.conf"), n.opts.KubeletConfigDropIn); err != nil {
+			return err
+		}
+	}
 	return writeFile(filepath.Join(n.opts.Dir, "pki", "ca.crt"), n.opts.ClientCA)
 }
+
+// kubeletConfigDir holds the drop-ins over the kubelet's configuration.
+func (n *Node) kubeletConfigDir() string { return filepath.Join(n.opts.Dir, "kubelet.conf.d") }
 
 func writeFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -216,6 +228,9 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 		"--cert-dir=" + filepath.Join(n.opts.Dir, "pki"),
 		"--hostname-override=" + n.opts.Name,
 		"--node-ip=" + n.Address,
+	}
+	if n.opts.KubeletConfigDropIn != nil {
+		args = append(args, "--config-dir="+n.kubeletConfigDir())
 	}
 	if n.opts.BootstrapKubeconfig != nil {
 		args = append(args, "--bootstrap-kubeconfig="+filepath.Join(n.opts.Dir, "bootstrap.kubeconfig"))

@@ -35,6 +35,12 @@ const (
 	// CA: what the kubelet verifies the kube-apiserver with, and the
 	// client CA of the kubelet's own API.
 	CACertKey = "ca.crt"
+	// KubeletConfigKey holds, in a NodePool's join Secret, the hosted
+	// cluster's part of the kubelet's configuration (a
+	// KubeletConfiguration drop-in, --config-dir): its DNS address and
+	// domain, who may call the kubelet, and certificates by TLS bootstrap.
+	// Its one path, clientCAFile, names CACertKey beside it.
+	KubeletConfigKey = "kubelet.conf"
 )
 
 // NodePoolTokenSecretName names the Secret, in the control-plane

@@ -49,6 +49,9 @@ const TokenTTL = 24 * time.Hour
 const (
 	HostedClusterNotFoundReason  = "HostedClusterNotFound"
 	WaitingForControlPlaneReason = "WaitingForControlPlane"
+	// InvalidNetworkReason: the HostedCluster's networks give no DNS
+	// address for the pool's kubelets.
+	InvalidNetworkReason = "InvalidNetwork"
 )
 
 // Reconciler reconciles NodePools.
@@ -161,7 +164,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	if server == "" {
 		return waiting("The hosted control plane has not published its endpoint and CA yet (no admin kubeconfig)")
 	}
-	if err := r.publishJoin(ctx, np, server, ca, token); err != nil {
+	kubelet, err := kubeletConfig(hc)
+	if err != nil {
+		set(hyperv1.Ready, metav1.ConditionFalse, InvalidNetworkReason, "The pool's kubelet configuration cannot be made: "+err.Error())
+		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
+	}
+	if err := r.publishJoin(ctx, np, server, ca, token, kubelet); err != nil {
 		return ctrl.Result{}, err
 	}
 	set(hyperv1.Ready, metav1.ConditionTrue, hyperv1.AsExpectedReason,
@@ -234,7 +242,7 @@ func (r *Reconciler) endpoint(ctx context.Context, hc *hyperv1.HostedCluster) (s
 
 // publishJoin applies the pool's join Secret, owned by the NodePool: it
 // goes with it.
-func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, server string, ca []byte, token string) error {
+func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, server string, ca []byte, token string, kubelet []byte) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[np.Spec.ClusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	kc.AuthInfos["kubelet-bootstrap"] = &clientcmdapi.AuthInfo{Token: token}
@@ -255,7 +263,7 @@ func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, serv
 			}},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{hyperv1.BootstrapKubeconfigKey: raw, hyperv1.CACertKey: ca},
+		Data: map[string][]byte{hyperv1.BootstrapKubeconfigKey: raw, hyperv1.CACertKey: ca, hyperv1.KubeletConfigKey: kubelet},
 	}
 	if _, err := (apply.Applier{Client: r.Client, FieldOwner: FieldOwner}).Apply(ctx, desired); err != nil {
 		return fmt.Errorf("failed to publish the join Secret of NodePool %s/%s: %w", np.Namespace, np.Name, err)

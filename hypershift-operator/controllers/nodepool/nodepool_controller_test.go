@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -191,6 +192,26 @@ func assertJoin(t *testing.T, ns, token string, ca []byte) {
 	}
 	if cfg.Host != "https://198.18.0.11:31443" || cfg.BearerToken != token || string(cfg.CAData) != string(ca) || string(s.Data[hyperv1.CACertKey]) != string(ca) {
 		t.Errorf("join Secret: server %s token %s CA %q, want the endpoint, token %s and the CA", cfg.Host, cfg.BearerToken, cfg.CAData, token)
+	}
+	// The kubelet's drop-in gives pods the hosted cluster's DNS address:
+	// the tenth of its (defaulted) Service network, 172.31.0.0/16.
+	var kubelet struct {
+		Kind               string   `json:"kind"`
+		ClusterDNS         []string `json:"clusterDNS"`
+		ClusterDomain      string   `json:"clusterDomain"`
+		ServerTLSBootstrap bool     `json:"serverTLSBootstrap"`
+		Authentication     struct {
+			Anonymous struct {
+				Enabled *bool `json:"enabled"`
+			} `json:"anonymous"`
+		} `json:"authentication"`
+	}
+	if err := yaml.Unmarshal(s.Data[hyperv1.KubeletConfigKey], &kubelet); err != nil {
+		t.Fatalf("the join Secret's kubelet configuration: %v\n%s", err, s.Data[hyperv1.KubeletConfigKey])
+	}
+	if kubelet.Kind != "KubeletConfiguration" || len(kubelet.ClusterDNS) != 1 || kubelet.ClusterDNS[0] != "172.31.0.10" || kubelet.ClusterDomain != "cluster.local" ||
+		!kubelet.ServerTLSBootstrap || kubelet.Authentication.Anonymous.Enabled == nil || *kubelet.Authentication.Anonymous.Enabled {
+		t.Errorf("the join Secret's kubelet configuration %+v:\n%s", kubelet, s.Data[hyperv1.KubeletConfigKey])
 	}
 	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != "NodePool" || s.OwnerReferences[0].Name != "workers" {
 		t.Errorf("join Secret owners %+v, want the NodePool", s.OwnerReferences)

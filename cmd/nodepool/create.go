@@ -1,0 +1,242 @@
+// Package nodepool implements `hypershift create nodepool`: a NodePool of
+// a HostedCluster, and for platform None, where the user brings the
+// machines, what a machine needs to join (the pool's bootstrap kubeconfig,
+// the hosted cluster's CA and the kubelet's configuration) written where
+// the user asks, and nothing that grants more.
+package nodepool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/cmd/install"
+)
+
+// CreateOptions are the flags of `hypershift create nodepool none`.
+type CreateOptions struct {
+	Name, Namespace, ClusterName, ReleaseImage string
+	Replicas                                   int32
+	NodeLabels                                 map[string]string
+	Render                                     bool
+	// OutputDir receives the join material once the operator has
+	// published it; nothing is written when empty.
+	OutputDir string
+	Timeout   time.Duration
+	kube      cli.KubeconfigFlags
+}
+
+// NewCreateCommand returns `hypershift create nodepool` with `none`.
+func NewCreateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "nodepool",
+		Short:   "Create a NodePool: worker machines that join a HostedCluster",
+		Example: "  hypershift create nodepool none workers --cluster-name=demo --replicas=2 --output-dir=./join",
+	}
+	o := &CreateOptions{}
+	none := &cobra.Command{
+		Use:   "none NAME",
+		Short: "Create a NodePool of platform None: you bring the machines, the operator publishes how they join",
+		Example: `  # A pool of two machines for cluster demo; write what each machine needs to join
+  hypershift create nodepool none workers --cluster-name=demo -n clusters --replicas=2 --output-dir=./join
+  # then, on each machine (the kubelet asks for its certificates; the control plane approves them):
+  kubelet --bootstrap-kubeconfig=./join/bootstrap.kubeconfig --kubeconfig=/var/lib/kubelet/kubeconfig \
+    --config=<your kubelet config> --config-dir=./join/kubelet.conf.d
+
+  # Print the NodePool instead of creating it
+  hypershift create nodepool none workers --cluster-name=demo --release-image=... --render`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	cli.KindNameArg(none, "NodePool", &o.Name, "The NodePool's name (required).", true)
+	fs := none.Flags()
+	cli.AddNamespaceFlag(fs, &o.Namespace, "The namespace of the NodePool and of its HostedCluster")
+	fs.StringVar(&o.ClusterName, "cluster-name", "", "The HostedCluster the machines join (required).")
+	fs.Int32Var(&o.Replicas, "replicas", 2, "How many machines the pool has.")
+	fs.StringVar(&o.ReleaseImage, "release-image", "", "The release payload the machines run; by default the HostedCluster's.")
+	fs.StringToStringVar(&o.NodeLabels, "node-labels", nil, "Labels of the pool's nodes, as key=value pairs.")
+	fs.BoolVar(&o.Render, "render", false, "Print the NodePool as YAML instead of creating it (needs --release-image: it reads no cluster).")
+	fs.StringVar(&o.OutputDir, "output-dir", "", "Wait for the pool's join material and write it into this directory: bootstrap.kubeconfig, ca.crt and kubelet.conf.d/.")
+	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --output-dir waits for the join material.")
+	o.kube.AddFlags(fs)
+	_ = none.MarkFlagRequired("cluster-name")
+	cmd.AddCommand(none)
+	return cmd
+}
+
+func (o *CreateOptions) validate() error {
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		return fmt.Errorf("invalid --namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return fmt.Errorf("invalid NodePool name %q: %s", o.Name, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.ClusterName); len(errs) > 0 {
+		return fmt.Errorf("invalid --cluster-name %q: %s", o.ClusterName, strings.Join(errs, "; "))
+	}
+	if o.Replicas < 0 {
+		return fmt.Errorf("invalid --replicas %d: a pool has 0 machines or more", o.Replicas)
+	}
+	if o.Render && o.ReleaseImage == "" {
+		return errors.New("--render needs --release-image: it reads no HostedCluster to take the release from")
+	}
+	if o.Render && o.OutputDir != "" {
+		return errors.New("--render prints the NodePool and creates nothing: there is no join material to write to --output-dir")
+	}
+	return nil
+}
+
+// NodePool is the NodePool the options describe.
+func (o *CreateOptions) NodePool() *hyperv1.NodePool {
+	return &hyperv1.NodePool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "NodePool"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: o.ClusterName,
+			Release:     hyperv1.Release{Image: o.ReleaseImage},
+			Replicas:    ptr.To(o.Replicas),
+			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+			NodeLabels:  o.NodeLabels,
+		},
+	}
+}
+
+// Run creates (or with --render prints) the NodePool, and with
+// --output-dir writes its join material.
+func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.Render {
+		return install.Render(out, "yaml", []client.Object{o.NodePool()})
+	}
+	c, cfg, err := o.kube.Connect()
+	if err != nil {
+		return err
+	}
+	hc := &hyperv1.HostedCluster{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.ClusterName}, hc); {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("HostedCluster %s/%s does not exist: create it first (hypershift create cluster none %s -n %s), or name an existing one with --cluster-name",
+			o.Namespace, o.ClusterName, o.ClusterName, o.Namespace)
+	case err != nil:
+		return cli.Explain(cfg.Host, fmt.Errorf("failed to get HostedCluster %s/%s: %w", o.Namespace, o.ClusterName, err))
+	}
+	if !hc.DeletionTimestamp.IsZero() {
+		return fmt.Errorf("HostedCluster %s/%s is being deleted: its machines would join nothing", o.Namespace, o.ClusterName)
+	}
+	if o.ReleaseImage == "" {
+		o.ReleaseImage = hc.Spec.Release.Image
+	}
+	np := o.NodePool()
+	if err := c.Create(ctx, np); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("NodePool %s/%s already exists: scale it with kubectl scale np %s -n %s --replicas=N, or choose another name", o.Namespace, o.Name, o.Name, o.Namespace)
+		}
+		return cli.Explain(cfg.Host, fmt.Errorf("the API server refused NodePool %s/%s: %w", o.Namespace, o.Name, err))
+	}
+	_, _ = fmt.Fprintf(out, "NodePool %s/%s created for HostedCluster %s (%d machines, release %s)\n", o.Namespace, o.Name, o.ClusterName, o.Replicas, o.ReleaseImage)
+	secretName := hyperv1.NodePoolJoinSecretName(o.Name)
+	if o.OutputDir == "" {
+		_, _ = fmt.Fprintf(out, "Machines join with what Secret %s/%s holds once the operator publishes it (or run again with --output-dir on a new pool)\n", o.Namespace, secretName)
+		return nil
+	}
+	secret, err := o.awaitJoin(ctx, c, out)
+	if err != nil {
+		return cli.Explain(cfg.Host, err)
+	}
+	return o.write(secret, out)
+}
+
+// awaitJoin waits, bounded by --timeout, for the pool's join Secret, and
+// says what the pool waits for when it does not come.
+func (o *CreateOptions) awaitJoin(ctx context.Context, c client.Client, out io.Writer) (*corev1.Secret, error) {
+	_, _ = fmt.Fprintf(out, "Waiting up to %s for the join material of NodePool %s/%s...\n", o.Timeout, o.Namespace, o.Name)
+	key := client.ObjectKey{Namespace: o.Namespace, Name: hyperv1.NodePoolJoinSecretName(o.Name)}
+	secret := &corev1.Secret{}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		switch last = c.Get(ctx, key, secret); {
+		case last == nil:
+			return len(secret.Data[hyperv1.BootstrapKubeconfigKey]) > 0, nil
+		case apierrors.IsNotFound(last):
+			return false, nil
+		}
+		return false, nil // a passing error is retried; the last one is told
+	})
+	if err == nil {
+		return secret, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	why := "the hypershift-operator has not published it"
+	np := &hyperv1.NodePool{}
+	if getErr := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, np); getErr == nil {
+		for _, cond := range np.Status.Conditions {
+			if cond.Type == hyperv1.Ready && cond.Status != metav1.ConditionTrue {
+				why = fmt.Sprintf("the NodePool is not Ready (%s: %s)", cond.Reason, cond.Message)
+			}
+		}
+	}
+	if last != nil && !apierrors.IsNotFound(last) {
+		why += fmt.Sprintf("; the last read failed: %v", last)
+	}
+	return nil, fmt.Errorf("no join material in Secret %s/%s after %s: %s; the NodePool stays, and the Secret appears when the pool is Ready (kubectl get np %s -n %s)",
+		key.Namespace, key.Name, o.Timeout, why, o.Name, o.Namespace)
+}
+
+// JoinFiles are the files the join material is written as, relative to
+// --output-dir, with their modes: the bootstrap kubeconfig holds a
+// credential and is the user's alone.
+var JoinFiles = []struct {
+	Path, Key string
+	Mode      os.FileMode
+}{
+	{"bootstrap.kubeconfig", hyperv1.BootstrapKubeconfigKey, 0o600},
+	{"ca.crt", hyperv1.CACertKey, 0o644},
+	{filepath.Join("kubelet.conf.d", "50-"+hyperv1.KubeletConfigKey), hyperv1.KubeletConfigKey, 0o644},
+}
+
+// write writes the join Secret's files into --output-dir.
+func (o *CreateOptions) write(secret *corev1.Secret, out io.Writer) error {
+	for _, f := range JoinFiles {
+		data, ok := secret.Data[f.Key]
+		if !ok {
+			continue
+		}
+		path := filepath.Join(o.OutputDir, f.Path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("failed to create %s: %w", filepath.Dir(path), err)
+		}
+		if err := os.WriteFile(path, data, f.Mode); err != nil {
+			return fmt.Errorf("failed to write %s: %w", path, err)
+		}
+		// WriteFile keeps the mode of a file that was there.
+		if err := os.Chmod(path, f.Mode); err != nil {
+			return fmt.Errorf("failed to set the mode of %s: %w", path, err)
+		}
+		_, _ = fmt.Fprintf(out, "Wrote %s\n", path)
+	}
+	_, _ = fmt.Fprintf(out, "A machine joins with: kubelet --bootstrap-kubeconfig=%s --kubeconfig=/var/lib/kubelet/kubeconfig --config-dir=%s (the token in the bootstrap kubeconfig can only join; it expires within a day, the Secret holds the current one)\n",
+		filepath.Join(o.OutputDir, "bootstrap.kubeconfig"), filepath.Join(o.OutputDir, "kubelet.conf.d"))
+	return nil
+}
