@@ -121,12 +121,14 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	identity := elector.Identity()
 	log := ctrl.LoggerFrom(ctx)
 	fenced := &hostedcontrolplane.FencedWrites{}
+	// One provider: both controllers read the same payload, once.
+	releases := releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...))
 	reconciler := &hostedcontrolplane.Reconciler{
 		Name:                  o.HostedControlPlane,
 		Client:                fenced.Client(mgr.GetClient()),
 		Fenced:                fenced,
 		APIReader:             mgr.GetAPIReader(),
-		Releases:              releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
+		Releases:              releases,
 		OperateOnReleaseImage: o.OperateOnReleaseImage,
 		Identity:              identity,
 		Recorder:              mgr.GetEventRecorder(hostedcontrolplane.FieldOwner),
@@ -137,7 +139,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	// The hosted cluster's own configuration is written with the hosted
 	// cluster's credentials, which the management API server's fence does
 	// not see: that it runs only in a term is what keeps a standby out.
-	hostedConfig := &hostedclusterconfig.Reconciler{Name: o.HostedControlPlane, Client: mgr.GetClient()}
+	hostedConfig := &hostedclusterconfig.Reconciler{Name: o.HostedControlPlane, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases}
 	if err := mgr.AddPerTerm(func(term manager.Manager) error {
 		if err := hostedConfig.SetupWithManager(term); err != nil {
 			return err

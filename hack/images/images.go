@@ -34,6 +34,9 @@ const NonRoot = "65532:65532"
 type Spec struct {
 	// Programs are binaries of the bin directory, each at /usr/bin/<name>.
 	Programs []string
+	// HostPrograms are programs of this machine's packages, with the
+	// libraries they run on (see HostProgram).
+	HostPrograms []HostProgram
 	// Entrypoint is what a container runs when it gives no command.
 	Entrypoint []string
 }
@@ -48,12 +51,20 @@ var Product = Spec{
 // Payload are the images of a release payload, by their tag in it
 // (image-references), as OpenShift's images hold them: etcd runs etcd, the
 // hyperkube image holds the Kubernetes control-plane components (the
-// control-plane-operator runs them by path), hypershift is the product.
+// control-plane-operator runs them by path), hypershift is the product;
+// coredns and kube-proxy are what the control plane runs on the hosted
+// cluster's nodes.
 var Payload = map[string]Spec{
 	"etcd":       {Programs: []string{"etcd"}, Entrypoint: []string{"/usr/bin/etcd"}},
 	"hyperkube":  {Programs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
 	"hypershift": Product,
+	"coredns":    {Programs: []string{"coredns"}, Entrypoint: []string{"/usr/bin/coredns"}},
+	"kube-proxy": KubeProxy,
 }
+
+// KubeProxy is the image of the hosted clusters' kube-proxy: kube-proxy
+// and the iptables it programs the node's Service rules with.
+var KubeProxy = Spec{Programs: []string{"kube-proxy"}, HostPrograms: []HostProgram{IPTables}, Entrypoint: []string{"/usr/bin/kube-proxy"}}
 
 // Pause is the image a node's pod sandboxes run.
 var Pause = Spec{Programs: []string{"pause"}, Entrypoint: []string{"/usr/bin/pause"}}
@@ -120,6 +131,29 @@ func rootfs(spec Spec, binDir string) ([]byte, error) {
 		}
 		w.file("usr/bin/"+program, 0o755, data)
 	}
+	if len(spec.HostPrograms) > 0 {
+		files, links, err := hostFiles(spec.HostPrograms)
+		if err != nil {
+			return nil, err
+		}
+		dirs := map[string]bool{"etc/": true, "etc/ssl/": true, "etc/ssl/certs/": true, "usr/": true, "usr/bin/": true, "home/": true}
+		for _, name := range append(sortedKeys(files), sortedKeys(links)...) {
+			var parents []string
+			for d := filepath.Dir(name); d != "." && !dirs[d+"/"]; d = filepath.Dir(d) {
+				parents = append(parents, d+"/")
+				dirs[d+"/"] = true
+			}
+			for _, d := range slices.Backward(parents) {
+				w.dir(d, 0o755, 0)
+			}
+		}
+		for _, name := range sortedKeys(files) {
+			w.file(name, 0o755, files[name])
+		}
+		for _, name := range sortedKeys(links) {
+			w.symlink(name, links[name])
+		}
+	}
 	if err := errors.Join(w.err, w.tw.Close()); err != nil {
 		return nil, fmt.Errorf("failed to write the layer: %w", err)
 	}
@@ -136,6 +170,12 @@ type layerWriter struct {
 func (w *layerWriter) dir(name string, mode int64, owner int) {
 	if w.err == nil {
 		w.err = w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, Uid: owner, Gid: owner, ModTime: epoch, Format: tar.FormatPAX})
+	}
+}
+
+func (w *layerWriter) symlink(name, target string) {
+	if w.err == nil {
+		w.err = w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX})
 	}
 }
 

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +15,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hack/images"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/internal/pods"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 )
 
@@ -97,6 +102,7 @@ func testNodeJoins(t *testing.T) {
 	started := time.Now()
 	worker, err := lc.JoinNode(t.Context(), localcluster.JoinOptions{
 		Name: "demo-worker-0", BootstrapKubeconfig: bootstrap, ClientCA: join.Data[hyperv1.CACertKey], Client: hostedClient,
+		KubeletConfig: join.Data[hyperv1.KubeletConfigKey],
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +181,10 @@ func testNodeJoins(t *testing.T) {
 		t.Errorf("kubectl logs %s: %q", logs.Name, out)
 	}
 
+	t.Run("a Service answers another pod by its DNS name, through the hosted kube-proxy and CoreDNS", func(t *testing.T) {
+		testServiceByName(t, h, hostedClient, worker.Name)
+	})
+
 	// The pool goes: its token leaves the hosted cluster, and no machine
 	// joins with it again.
 	if err := lc.Env.Client.Delete(t.Context(), pool); err != nil {
@@ -190,4 +200,81 @@ func testNodeJoins(t *testing.T) {
 		}
 		return errors.New("the deleted pool's token is still in the hosted cluster")
 	})
+}
+
+// testServiceByName runs, on the hosted cluster's worker node, what the
+// control-plane-operator gives every hosted cluster's nodes: kube-proxy
+// (the release's image, with its own iptables) and CoreDNS behind the
+// kube-dns Service, which the NodePool's kubelet configuration names. A
+// client pod then reaches a server pod by the server's Service name, and
+// kubectl exec runs a command in the server's container.
+func testServiceByName(t *testing.T, h *hostedCluster, hosted client.Client, node string) {
+	testutil.Eventually(t, 3*time.Minute, func() error {
+		list := &corev1.PodList{}
+		if err := hosted.List(t.Context(), list, client.InNamespace(metav1.NamespaceSystem)); err != nil {
+			return err
+		}
+		var proxy, dns int
+		var states []string
+		for _, p := range list.Items {
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+			}
+			states = append(states, fmt.Sprintf("%s on %s: %s ready=%v %+v", p.Name, p.Spec.NodeName, p.Status.Phase, ready, p.Status.ContainerStatuses))
+			switch {
+			case !ready:
+			case p.Labels["k8s-app"] == "kube-proxy" && p.Spec.NodeName == node:
+				proxy++
+			case p.Labels["k8s-app"] == "kube-dns":
+				dns++
+			}
+		}
+		if proxy != 1 || dns == 0 {
+			return fmt.Errorf("kube-proxy ready on %s: %d, CoreDNS ready: %d; kube-system: %s", node, proxy, dns, strings.Join(states, "; "))
+		}
+		return nil
+	})
+	echo := pushEcho(t)
+	ns := metav1.NamespaceDefault
+	server := pods.New(ns, "web", node, echo, "/usr/bin/echo", "serve", ":8080")
+	server.Spec.AutomountServiceAccountToken = ptr.To(false)
+	server.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pods.Run(t, hosted, server, corev1.PodRunning)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{
+			Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP,
+		}}},
+	}
+	if err := hosted.Create(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+	caller := pods.New(ns, "web-client", node, echo, "/usr/bin/echo", "connect", "web.default.svc.cluster.local:80")
+	caller.Spec.AutomountServiceAccountToken = ptr.To(false)
+	caller = pods.Run(t, hosted, caller, corev1.PodSucceeded)
+	if log := h.kubectl(t, "logs", "-n", ns, caller.Name); log != "echo from web\n" {
+		t.Errorf("the client's answer through Service web by name: %q, want the server's", log)
+	}
+	if out := h.kubectl(t, "exec", "-n", ns, "web", "--", "/usr/bin/echo", "connect", "127.0.0.1:8080"); out != "echo from web\n" {
+		t.Errorf("kubectl exec in the server's container: %q", out)
+	}
+}
+
+// pushEcho builds the tests' echo program and pushes its image to the
+// local cluster's registry; it returns the image's pull spec.
+func pushEcho(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/hypershift-le/hypershift/test/internal/echo")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := lc.Registry.Push(ctx, dir, map[string]images.Spec{"echo:e2e": {Programs: []string{"echo"}, Entrypoint: []string{"/usr/bin/echo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return lc.Registry.Image("echo", "e2e")
 }

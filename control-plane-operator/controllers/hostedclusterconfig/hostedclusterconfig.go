@@ -33,6 +33,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
@@ -54,6 +55,10 @@ type Reconciler struct {
 	Name string
 	// Client reads the HostedControlPlane and the kubeconfig Secret.
 	Client client.Client
+	// APIReader reads the pull secret, which the cache does not hold.
+	APIReader client.Reader
+	// Releases reads the release payload the node-side images come from.
+	Releases releaseinfo.Provider
 
 	mu     sync.Mutex
 	hash   [sha256.Size]byte
@@ -77,8 +82,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile applies Objects and the NodePools' bootstrap tokens in the
-// hosted cluster once its kubeconfig exists.
+// Reconcile applies Objects, DataPlane and the NodePools' bootstrap tokens
+// in the hosted cluster once its kubeconfig exists.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	hcp := &hyperv1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
@@ -105,6 +110,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			errs = append(errs, fmt.Errorf("failed to apply %T %s in the hosted cluster: %w", obj, obj.GetName(), err))
 		}
 	}
+	dataPlane, err := r.dataPlane(ctx, hcp)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, obj := range dataPlane {
+		if _, err := applier.Apply(ctx, obj); err != nil {
+			errs = append(errs, fmt.Errorf("failed to apply %T %s/%s in the hosted cluster: %w", obj, obj.GetNamespace(), obj.GetName(), err))
+		}
+	}
 	if err := r.reconcileTokens(ctx, req.Namespace, hosted); err != nil {
 		errs = append(errs, err)
 	}
@@ -112,6 +126,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: ResyncPeriod}, nil
+}
+
+// dataPlane renders DataPlane with the images of the control plane's
+// release payload; nothing while the kube-apiserver's endpoint is not
+// published (its publication starts the next pass).
+func (r *Reconciler) dataPlane(ctx context.Context, hcp *hyperv1.HostedControlPlane) ([]client.Object, error) {
+	if e := hcp.Status.ControlPlaneEndpoint; e == nil || e.Host == "" || e.Port == 0 {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: hcp.Namespace, Name: hcp.Spec.PullSecret.Name}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		return nil, fmt.Errorf("failed to get pull secret %s: %w", key, err)
+	}
+	release, err := r.Releases.Lookup(ctx, hcp.Spec.ReleaseImage, secret.Data[corev1.DockerConfigJsonKey])
+	if err != nil {
+		return nil, fmt.Errorf("failed to read release image %s: %w", hcp.Spec.ReleaseImage, err)
+	}
+	in := DataPlaneInputs{HostedControlPlane: hcp}
+	for tag, image := range map[string]*string{KubeProxyImageTag: &in.KubeProxyImage, CoreDNSImageTag: &in.CoreDNSImage} {
+		var ok bool
+		if *image, ok = release.ComponentImage(tag); !ok {
+			return nil, fmt.Errorf("release image %s names no %s image: the hosted cluster's nodes get no %s", hcp.Spec.ReleaseImage, tag, tag)
+		}
+	}
+	return DataPlane(in)
 }
 
 // hostedClient returns a client of the hosted cluster for kubeconfig,

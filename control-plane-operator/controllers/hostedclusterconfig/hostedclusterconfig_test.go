@@ -24,7 +24,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	os.Exit(testenv.Main(m, testenv.Options{SkipAdmissionPolicies: true}, &env))
+	os.Exit(testenv.Main(m, testenv.Options{SkipAdmissionPolicies: true, ServiceClusterIPRange: "172.31.0.0/16"}, &env))
 }
 
 // TestReconcileConfiguresTheHostedCluster runs the controller with the

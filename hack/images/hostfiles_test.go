@@ -1,0 +1,77 @@
+package images
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+// TestHostProgramRunsOnItsOwnLibraries builds an image with the machine's
+// iptables and runs it chrooted into the image's files: it finds its
+// loader, libraries and extensions in the image alone, under every name
+// kube-proxy calls it by.
+func TestHostProgramRunsOnItsOwnLibraries(t *testing.T) {
+	if _, err := os.Stat(IPTables.Path); err != nil {
+		t.Fatalf("%s: %v (make nodepkgs installs iptables)", IPTables.Path, err)
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("chroot needs root, as the real-node tests do")
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "pause"), "./pause")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	img, err := Build(Spec{Programs: []string{"pause"}, HostPrograms: []HostProgram{IPTables}}, bin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	r := tar.NewReader(mutate.Extract(img))
+	for {
+		h, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(root, h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(path, 0o755)
+		case tar.TypeSymlink:
+			err = os.Symlink(h.Linkname, path)
+		case tar.TypeReg:
+			var data []byte
+			if data, err = io.ReadAll(r); err == nil {
+				err = os.WriteFile(path, data, os.FileMode(h.Mode))
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range IPTables.Links {
+		cmd := exec.Command("/usr/sbin/"+name, "--version")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin"}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "nf_tables") {
+			t.Errorf("%s --version in the image: %v\n%s", name, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "usr/lib/x86_64-linux-gnu/xtables/libxt_comment.so")); err != nil {
+		t.Errorf("the extension kube-proxy's rules use most: %v", err)
+	}
+}
