@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,7 +72,9 @@ func hostFiles(programs []HostProgram) (map[string][]byte, map[string]string, er
 				return nil, nil, fmt.Errorf("failed to read %s: %w", dir, err)
 			}
 			for _, e := range entries {
-				if e.Type()&fs.ModeType == 0 && strings.HasSuffix(e.Name(), ".so") {
+				// Symbolic links too: an extension is often another's
+				// name (libxt_MASQUERADE.so is libxt_NAT.so).
+				if !e.IsDir() && strings.HasSuffix(e.Name(), ".so") {
 					if err := add(filepath.Join(dir, e.Name())); err != nil {
 						return nil, nil, err
 					}

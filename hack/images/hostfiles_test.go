@@ -71,7 +71,20 @@ func TestHostProgramRunsOnItsOwnLibraries(t *testing.T) {
 			t.Errorf("%s --version in the image: %v\n%s", name, err, out)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, "usr/lib/x86_64-linux-gnu/xtables/libxt_comment.so")); err != nil {
-		t.Errorf("the extension kube-proxy's rules use most: %v", err)
+	// The extensions kube-proxy's rules use load, those that are another's
+	// name included (libxt_MASQUERADE.so links to libxt_NAT.so).
+	for _, extension := range []string{"-m comment", "-m statistic", "-m conntrack", "-m mark", "-j MASQUERADE", "-j DNAT", "-j MARK"} {
+		args := append(strings.Fields(extension), "-h")
+		cmd := exec.Command("/usr/sbin/iptables", args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+		cmd.Dir = "/"
+		out, err := cmd.CombinedOutput()
+		name := strings.Fields(extension)[1]
+		if err != nil || !strings.Contains(string(out), name+" ") {
+			t.Errorf("iptables %s -h in the image: %v\n%s", extension, err, out)
+		}
+	}
+	if out, _ := exec.Command("chroot", root, "/usr/sbin/iptables", "-j", "MASQUERADE", "-h").CombinedOutput(); !strings.Contains(string(out), "--random-fully") {
+		t.Errorf("MASQUERADE in the image does not know --random-fully, which kube-proxy's rules use:\n%s", out)
 	}
 }
