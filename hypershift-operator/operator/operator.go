@@ -140,12 +140,14 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		return err
 	}
 	recorder := mgr.GetEventRecorder(hostedcluster.FieldOwner)
+	// One provider: the HostedClusters and their NodePools read a payload once.
+	releases := releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...))
 	reconciler := &hostedcluster.Reconciler{
 		Fencing:                          fencing,
 		Probe:                            hostedcluster.ImpersonatingProbe{Config: restConfig},
 		Client:                           mgr.GetClient(),
 		APIReader:                        mgr.GetAPIReader(),
-		Releases:                         releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...)),
+		Releases:                         releases,
 		DefaultControlPlaneOperatorImage: o.ControlPlaneOperatorImage,
 		ControlPlaneOperatorTimings:      o.ControlPlaneOperatorTimings,
 		InsecureRegistries:               o.InsecureRegistries,
@@ -159,7 +161,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 	}
-	pools := &nodepool.Reconciler{Client: mgr.GetClient()}
+	pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases}
 	if err := mgr.AddPerTerm(pools.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the NodePool controller: %w", err)
 	}

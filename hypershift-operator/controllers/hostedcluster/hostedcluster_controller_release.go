@@ -2,7 +2,6 @@ package hostedcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -157,7 +156,7 @@ func acceptHint(hc *hyperv1.HostedCluster, digest string) string {
 
 // blockRelease stops the pass on a payload that cannot be read.
 func (r *Reconciler) blockRelease(ctx context.Context, s *scope, err error) error {
-	reason := releaseErrorReason(err)
+	reason := releaseinfo.Reason(err)
 	switch reason {
 	case hyperv1.ReleaseImageNotFoundReason, hyperv1.ReleaseImageUnauthorizedReason, hyperv1.ReleaseImageMalformedReason:
 		err = &waiting{err: err}
@@ -195,18 +194,4 @@ func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) 
 		return nil, &waiting{err: fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)}
 	}
 	return data, nil
-}
-
-func releaseErrorReason(err error) string {
-	switch {
-	case errors.Is(err, releaseinfo.ErrUnauthorized):
-		return hyperv1.ReleaseImageUnauthorizedReason
-	case errors.Is(err, releaseinfo.ErrNotFound):
-		return hyperv1.ReleaseImageNotFoundReason
-	case errors.Is(err, releaseinfo.ErrMalformed):
-		return hyperv1.ReleaseImageMalformedReason
-	case errors.Is(err, releaseinfo.ErrUnreachable):
-		return hyperv1.ReleaseImageUnreachableReason
-	}
-	return hyperv1.ReleaseImageUnavailableReason
 }

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +35,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
 // FieldOwner is the field manager of the controller's applies.
@@ -57,6 +59,10 @@ const (
 // Reconciler reconciles NodePools.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the HostedClusters' pull secrets, past the cache.
+	APIReader client.Reader
+	// Releases reads the pools' release payloads.
+	Releases releaseinfo.Provider
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -138,6 +144,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		return ctrl.Result{}, nil
 	}
 	set(hyperv1.ValidHostedCluster, metav1.ConditionTrue, hyperv1.AsExpectedReason, "HostedCluster "+hc.Namespace+"/"+hc.Name+" exists")
+	release, err := r.checkRelease(ctx, np, hc, set)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !release.valid {
+		// Nothing is published for a release the pool cannot run: what a
+		// machine already has stays, and the pool says why it is not Ready.
+		for _, t := range []string{hyperv1.ValidReleaseImage, hyperv1.SupportedVersionSkew} {
+			if c := meta.FindStatusCondition(np.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
+				set(hyperv1.Ready, metav1.ConditionFalse, c.Reason, c.Message)
+				break
+			}
+		}
+		return ctrl.Result{}, nil // a new spec, or the cluster's next change, starts the next pass
+	}
+	np.Status.Version = release.version
 
 	waiting := func(message string) (ctrl.Result, error) {
 		set(hyperv1.Ready, metav1.ConditionFalse, WaitingForControlPlaneReason, message)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -37,12 +40,13 @@ func TestMain(m *testing.M) {
 func TestNodePoolJoinMaterial(t *testing.T) {
 	ns := env.Namespace(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	r := &Reconciler{Client: env.Client, Now: func() time.Time { return now }}
+	registry, release := pushRelease(t, ns, "4.17.0")
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: registry, Now: func() time.Time { return now }}
 	np := &hyperv1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
 		Spec: hyperv1.NodePoolSpec{
 			ClusterName: "demo",
-			Release:     hyperv1.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64"},
+			Release:     hyperv1.Release{Image: release},
 			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
 			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
 		},
@@ -113,6 +117,9 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := reconcile()
+	if np.Status.Version != "4.17.0" {
+		t.Errorf("status.version %q, want the release's 4.17.0", np.Status.Version)
+	}
 	if want := 12 * time.Hour; res.RequeueAfter != want {
 		t.Errorf("requeue after %s, want the rotation in %s", res.RequeueAfter, want)
 	}
@@ -215,5 +222,111 @@ func assertJoin(t *testing.T, ns, token string, ca []byte) {
 	}
 	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != "NodePool" || s.OwnerReferences[0].Name != "workers" {
 		t.Errorf("join Secret owners %+v, want the NodePool", s.OwnerReferences)
+	}
+}
+
+// pushRelease serves a release payload of version and the pull secret
+// "pull-secret" in ns that reads it; it returns a provider of the registry
+// and the payload's pull spec.
+func pushRelease(t *testing.T, ns, version string) (releaseinfo.Provider, string) {
+	t.Helper()
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:"+version, version, map[string]string{"hypershift": registry.Host() + "/hypershift:" + version})
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
+	}
+	if err := env.Client.Create(t.Context(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())), image
+}
+
+// TestNodePoolRelease refuses a pool whose release cannot be read, or is
+// newer than its cluster's, with a condition that says why and nothing
+// published: no token, no join Secret.
+func TestNodePoolRelease(t *testing.T) {
+	ns := env.Namespace(t)
+	provider, newer := pushRelease(t, ns, "4.18.0")
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: provider}
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release: hyperv1.Release{Image: newer}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
+		},
+	}
+	if err := env.Client.Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	hc.Status.Version = &hyperv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.17.0"}}
+	if err := env.Client.Status().Update(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	cpNamespace := hyperv1.ControlPlaneNamespace(ns, "demo")
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNamespace}})
+	})
+	for _, tc := range []struct {
+		name, image, condition, reason, message string
+	}{
+		{"a release that does not exist", strings.Replace(newer, "4.18.0", "4.18.0-typo", 1), hyperv1.ValidReleaseImage, hyperv1.ReleaseImageNotFoundReason, "Failed to read release image"},
+		{"a release newer than the cluster's", newer, hyperv1.SupportedVersionSkew, NodePoolNewerReason, "NodePool version 4.18.0 is newer than HostedCluster version 4.17.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tc.name, " ", "-")[:12]
+			np := &hyperv1.NodePool{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: hyperv1.NodePoolSpec{
+					ClusterName: "demo", Release: hyperv1.Release{Image: tc.image},
+					Platform:   hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+					Management: hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+				},
+			}
+			if err := env.Client.Create(t.Context(), np); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(np)}); err != nil {
+				t.Fatal(err)
+			}
+			c := condition(t, np, tc.condition)
+			if c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+				t.Errorf("%s: %+v, want False (%s) saying %q", tc.condition, c, tc.reason, tc.message)
+			}
+			if ready := condition(t, np, hyperv1.Ready); ready.Status != metav1.ConditionFalse || ready.Reason != tc.reason {
+				t.Errorf("Ready: %+v, want False for the same reason", ready)
+			}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName(name)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+				t.Errorf("a token for a pool that cannot run its release: %v", err)
+			}
+		})
+	}
+}
+
+func TestSkew(t *testing.T) {
+	for _, tc := range []struct {
+		pool, cluster string
+		want          metav1.ConditionStatus
+	}{
+		{"4.17.0", "4.17.0", metav1.ConditionTrue},
+		{"4.17.0", "4.17.3", metav1.ConditionTrue},
+		{"4.14.2", "4.17.0", metav1.ConditionTrue},
+		{"4.13.9", "4.17.0", metav1.ConditionFalse},
+		{"4.17.1", "4.17.0", metav1.ConditionFalse},
+		{"4.18.0", "4.17.0", metav1.ConditionFalse},
+		{"5.0.0", "4.17.0", metav1.ConditionFalse},
+		{"4.17.0", "", metav1.ConditionUnknown},
+	} {
+		var cluster *hyperv1.ClusterVersionStatus
+		if tc.cluster != "" {
+			cluster = &hyperv1.ClusterVersionStatus{Desired: configv1.Release{Version: tc.cluster}}
+		}
+		if got, reason, message := skew(tc.pool, cluster); got != tc.want {
+			t.Errorf("pool %s, cluster %s: %s (%s: %s), want %s", tc.pool, tc.cluster, got, reason, message, tc.want)
+		}
 	}
 }

@@ -1,0 +1,82 @@
+package nodepool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+)
+
+// MaxMinorSkew is how many minor versions a NodePool may be older than its
+// HostedCluster, as HyperShift allows (N-3); never newer.
+const MaxMinorSkew = 3
+
+// Reasons of SupportedVersionSkew=False and Unknown.
+const (
+	NodePoolNewerReason     = "NodePoolVersionNewerThanCluster"
+	NodePoolTooOldReason    = "NodePoolVersionTooOld"
+	ClusterVersionUnknown   = "ClusterVersionUnknown"
+	UnparsableVersionReason = "UnparsableVersion"
+)
+
+// releaseCheck is what the pool's release says of it.
+type releaseCheck struct {
+	// version is the pool's release version; "" when it cannot be read.
+	version string
+	// valid is false when the release cannot be read, or its version is
+	// one the cluster does not support: the pool is then not Ready.
+	valid bool
+}
+
+// checkRelease reads the pool's release payload with the HostedCluster's
+// pull secret and sets ValidReleaseImage and SupportedVersionSkew.
+func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, set func(string, metav1.ConditionStatus, string, string)) (releaseCheck, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		message := fmt.Sprintf("The HostedCluster's pull secret %s cannot be read to check the pool's release: %v", key, err)
+		set(hyperv1.ValidReleaseImage, metav1.ConditionUnknown, hyperv1.ReleaseImageUnavailableReason, message)
+		return releaseCheck{}, client.IgnoreNotFound(err)
+	}
+	release, err := r.Releases.Lookup(ctx, np.Spec.Release.Image, secret.Data[corev1.DockerConfigJsonKey])
+	if err != nil {
+		set(hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseinfo.Reason(err), fmt.Sprintf("Failed to read release image %s: %v", np.Spec.Release.Image, err))
+		return releaseCheck{}, nil // a new spec, or the cluster's next change, starts the next pass
+	}
+	set(hyperv1.ValidReleaseImage, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("Release image %s is version %s", np.Spec.Release.Image, release.Version))
+	status, reason, message := skew(release.Version, hc.Status.Version)
+	set(hyperv1.SupportedVersionSkew, status, reason, message)
+	return releaseCheck{version: release.Version, valid: status != metav1.ConditionFalse}, nil
+}
+
+// skew judges a pool of version pool against its cluster: it may run the
+// cluster's version or one up to MaxMinorSkew minors older, never a newer
+// one (its kubelets would be newer than the kube-apiserver).
+func skew(pool string, cluster *hyperv1.ClusterVersionStatus) (metav1.ConditionStatus, string, string) {
+	if cluster == nil || cluster.Desired.Version == "" {
+		return metav1.ConditionUnknown, ClusterVersionUnknown, "The HostedCluster reports no version yet"
+	}
+	p, err := version.ParseGeneric(pool)
+	if err != nil {
+		return metav1.ConditionFalse, UnparsableVersionReason, fmt.Sprintf("The pool's release version %q is no version: %v", pool, err)
+	}
+	c, err := version.ParseGeneric(cluster.Desired.Version)
+	if err != nil {
+		return metav1.ConditionUnknown, UnparsableVersionReason, fmt.Sprintf("The HostedCluster's version %q is no version: %v", cluster.Desired.Version, err)
+	}
+	switch {
+	case p.GreaterThan(c):
+		return metav1.ConditionFalse, NodePoolNewerReason, fmt.Sprintf("NodePool version %s is newer than HostedCluster version %s: upgrade the cluster first, or give the pool release %s or one up to %d minor versions older",
+			pool, cluster.Desired.Version, cluster.Desired.Version, MaxMinorSkew)
+	case p.Major() != c.Major() || c.Minor()-p.Minor() > MaxMinorSkew:
+		return metav1.ConditionFalse, NodePoolTooOldReason, fmt.Sprintf("NodePool version %s is more than %d minor versions older than HostedCluster version %s: upgrade the pool",
+			pool, MaxMinorSkew, cluster.Desired.Version)
+	}
+	return metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("NodePool version %s is supported by HostedCluster version %s", pool, cluster.Desired.Version)
+}
