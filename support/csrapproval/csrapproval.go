@@ -134,3 +134,45 @@ func Decided(csr *certificatesv1.CertificateSigningRequest) bool {
 	}
 	return false
 }
+
+// bootstrapUserPrefix is how the API server names a bootstrap token's user:
+// system:bootstrap:<token id>.
+const bootstrapUserPrefix = "system:bootstrap:"
+
+// BootstrapClient returns, for an approved kubelet client certificate
+// request made with a bootstrap token (a machine's first join), the id of
+// that token and the node the certificate names; ok is false for any
+// other request, and for one not approved: only an approved request gave a
+// machine its credential.
+func BootstrapClient(csr *certificatesv1.CertificateSigningRequest) (tokenID, node string, ok bool) {
+	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+		return "", "", false
+	}
+	tokenID, isToken := strings.CutPrefix(csr.Spec.Username, bootstrapUserPrefix)
+	if !isToken || !Approved(csr) {
+		return "", "", false
+	}
+	req, err := parseRequest(csr.Spec.Request)
+	if err != nil {
+		return "", "", false
+	}
+	node, isNode := strings.CutPrefix(req.Subject.CommonName, nodeUserPrefix)
+	if !isNode || node == "" || !slices.Equal(req.Subject.Organization, []string{nodesGroup}) {
+		return "", "", false
+	}
+	return tokenID, node, true
+}
+
+// Approved reports whether a request was approved and not denied.
+func Approved(csr *certificatesv1.CertificateSigningRequest) bool {
+	approved := false
+	for _, c := range csr.Status.Conditions {
+		switch {
+		case c.Type == certificatesv1.CertificateDenied && c.Status == corev1.ConditionTrue:
+			return false
+		case c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue:
+			approved = true
+		}
+	}
+	return approved
+}

@@ -119,6 +119,20 @@ func testNodeJoins(t *testing.T) {
 	t.Logf("node %s joined hosted cluster demo and is Ready %s after its start (%s after the join began)",
 		worker.Name, worker.Ready.Sub(worker.Started).Round(100*time.Millisecond), time.Since(started).Round(100*time.Millisecond))
 
+	// The control-plane-operator tells the pool's machines by the token
+	// they joined with: only then does it approve their serving
+	// certificates.
+	testutil.Eventually(t, time.Minute, func() error {
+		node := &corev1.Node{}
+		if err := hostedClient.Get(t.Context(), client.ObjectKey{Name: worker.Name}, node); err != nil {
+			return err
+		}
+		if node.Labels[hyperv1.NodePoolLabel] != pool.Name {
+			return fmt.Errorf("node %s has labels %v, want %s=%s", worker.Name, node.Labels, hyperv1.NodePoolLabel, pool.Name)
+		}
+		return nil
+	})
+
 	csrs := &certificatesv1.CertificateSigningRequestList{}
 	if err := hostedClient.List(t.Context(), csrs); err != nil {
 		t.Fatal(err)

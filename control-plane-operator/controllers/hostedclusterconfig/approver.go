@@ -3,20 +3,25 @@ package hostedclusterconfig
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/csrapproval"
 )
@@ -33,10 +38,12 @@ const approverResync = 10 * time.Second
 
 // ServingApprover approves the kubelets' serving certificate requests in
 // the hosted cluster, which kube-controller-manager never approves: only
-// one who knows a node's addresses can vouch for them. A request passes
-// package csrapproval's rule (from the node it names, for the names and
-// addresses its Node reports) or is denied with the rule's reason. It is
-// a runnable of the term: a standby approves nothing.
+// one who knows a node's addresses can vouch for them. It first tells which
+// NodePool a Node is a machine of (adopt); a request of a pool's Node
+// passes package csrapproval's rule (from the node it names, for the names
+// and addresses its Node reports) or is denied with the rule's reason; one
+// of a Node of no pool waits. It is a runnable of the term: a standby
+// approves and labels nothing.
 type ServingApprover struct {
 	// Namespace is the control-plane namespace; Client reads the
 	// kubeconfig Secret in it.
@@ -88,9 +95,11 @@ func (a *ServingApprover) Start(ctx context.Context) error {
 func (a *ServingApprover) watch(ctx context.Context, clientset kubernetes.Interface) {
 	factory := informers.NewSharedInformerFactory(clientset, approverResync)
 	informer := factory.Certificates().V1().CertificateSigningRequests().Informer()
+	nodes := factory.Core().V1().Nodes().Lister()
 	decide := func(obj any) {
 		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
-			a.decide(ctx, clientset, csr)
+			a.adopt(ctx, clientset, nodes, csr)
+			a.decide(ctx, clientset, nodes, csr)
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -101,24 +110,58 @@ func (a *ServingApprover) watch(ctx context.Context, clientset kubernetes.Interf
 		return
 	}
 	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
 	<-ctx.Done()
 	factory.Shutdown()
 }
 
+// adopt labels the Node a NodePool's machine registered as with the
+// pool's name (hyperv1.NodePoolLabel), from the request that gave the
+// machine its first client certificate: the bootstrap token it was made
+// with is the pool's (installed in kube-system with the pool's label). A
+// label only the control-plane-operator sets is what makes a Node a
+// pool's: a machine cannot claim another pool, and a Node no pool's
+// token made gets no serving certificate.
+func (a *ServingApprover) adopt(ctx context.Context, clientset kubernetes.Interface, nodes corelisters.NodeLister, csr *certificatesv1.CertificateSigningRequest) {
+	id, name, ok := csrapproval.BootstrapClient(csr)
+	if !ok {
+		return
+	}
+	node, err := nodes.Get(name)
+	if err != nil || node.Labels[hyperv1.NodePoolLabel] != "" {
+		return // not registered yet (looked at again), or adopted
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("node", name, "csr", csr.Name)
+	token, err := clientset.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return // expired and cleaned up: not a token this pass can tell the pool of
+	} else if err != nil {
+		log.Error(err, "Failed to read the bootstrap token a node joined with")
+		return
+	}
+	pool := token.Labels[hyperv1.NodePoolLabel]
+	if pool == "" || token.Labels[managedByLabel] != FieldOwner {
+		return // a token of no NodePool
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, hyperv1.NodePoolLabel, pool)
+	if _, err := clientset.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldOwner}); err != nil {
+		log.Error(err, "Failed to label a NodePool's node")
+		return
+	}
+	log.Info("A NodePool's machine joined", "nodePool", pool)
+}
+
 // decide approves or denies csr when it is a pending kubelet serving
-// request whose Node is registered.
-func (a *ServingApprover) decide(ctx context.Context, clientset kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest) {
+// request whose Node is registered and is a NodePool's (adopt).
+func (a *ServingApprover) decide(ctx context.Context, clientset kubernetes.Interface, nodes corelisters.NodeLister, csr *certificatesv1.CertificateSigningRequest) {
 	name := csrapproval.NodeName(csr)
 	if name == "" || csrapproval.Decided(csr) {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("csr", csr.Name, "node", name)
-	node, err := clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return // looked at again once the Node registers
-	} else if err != nil {
-		log.Error(err, "Failed to read the Node of a serving certificate request")
-		return
+	node, err := nodes.Get(name)
+	if err != nil || node.Labels[hyperv1.NodePoolLabel] == "" {
+		return // looked at again once the Node registers and is adopted
 	}
 	condition := certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
@@ -50,6 +51,11 @@ func TestServingApprover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crb) })
+	joiners := binding("test:serving-approver-joiners", "system:node-bootstrapper", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: hyperv1.NodeBootstrapGroup})
+	if err := env.Client.Create(t.Context(), joiners); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), joiners) })
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -61,24 +67,111 @@ func TestServingApprover(t *testing.T) {
 		}
 	})
 
-	registerNode(t, "approver-node-a", "198.18.0.201")
+	// Node a is a pool's already; node c joins with a pool's token and is
+	// adopted; node d, whose kubelet got its credential otherwise, is no
+	// pool's: its request waits.
+	registerNode(t, "approver-node-a", "198.18.0.201", "workers")
 	approved := requestServing(t, "approver-node-a", "198.18.0.201")
 	denied := requestServing(t, "approver-node-a", "198.18.0.202")
 	early := requestServing(t, "approver-node-b", "198.18.0.203")
 	awaitDecision(t, approved, certificatesv1.CertificateApproved, ServingApprovedReason)
 	awaitDecision(t, denied, certificatesv1.CertificateDenied, ServingDeniedReason)
+
+	installPoolToken(t, "c0ffee", "workers")
+	joinWithToken(t, "c0ffee", "approver-node-c")
+	registerNode(t, "approver-node-c", "198.18.0.204", "")
+	registerNode(t, "approver-node-d", "198.18.0.205", "")
+	adopted := requestServing(t, "approver-node-c", "198.18.0.204")
+	orphan := requestServing(t, "approver-node-d", "198.18.0.205")
+	awaitDecision(t, adopted, certificatesv1.CertificateApproved, ServingApprovedReason)
+	node := &corev1.Node{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: "approver-node-c"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels[hyperv1.NodePoolLabel] != "workers" {
+		t.Errorf("the node that joined with pool workers' token has labels %v, want %s=workers", node.Labels, hyperv1.NodePoolLabel)
+	}
+
 	time.Sleep(2 * time.Second)
 	if c := decision(t, early); c != nil {
 		t.Fatalf("a request for a Node not registered yet was decided: %+v", c)
 	}
-	registerNode(t, "approver-node-b", "198.18.0.203")
+	if c := decision(t, orphan); c != nil {
+		t.Fatalf("a request of a Node of no NodePool was decided: %+v", c)
+	}
+	registerNode(t, "approver-node-b", "198.18.0.203", "workers")
 	awaitDecision(t, early, certificatesv1.CertificateApproved, ServingApprovedReason)
 }
 
-// registerNode creates Node name reporting address, as its kubelet would.
-func registerNode(t *testing.T, name, address string) {
+// installPoolToken installs bootstrap token id of NodePool pool in
+// kube-system, as reconcileTokens does.
+func installPoolToken(t *testing.T, id, pool string) {
+	t.Helper()
+	token := bootstrapToken(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{hyperv1.NodePoolLabel: pool}},
+		Data:       map[string][]byte{"token-id": []byte(id), "token-secret": []byte("0123456789abcdef"), "expiration": []byte("2099-01-01T00:00:00Z")},
+	})
+	if err := env.Client.Create(t.Context(), token); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), token) })
+}
+
+// joinWithToken makes, as a kubelet with bootstrap token id, the client
+// certificate request of node, and approves it as kube-controller-manager
+// would.
+func joinWithToken(t *testing.T, id, node string) {
+	t.Helper()
+	user, err := env.AddUser("system:bootstrap:"+id, "system:bootstrappers", hyperv1.NodeBootstrapGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientset, err := kubernetes.NewForConfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := clientset.CertificatesV1().CertificateSigningRequests().Create(t.Context(), &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), csr) })
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: "as kube-controller-manager",
+	})
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(t.Context(), csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// registerNode creates Node name reporting address, as its kubelet would,
+// labeled as NodePool pool's unless pool is empty.
+func registerNode(t *testing.T, name, address, pool string) {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if pool != "" {
+		node.Labels = map[string]string{hyperv1.NodePoolLabel: pool}
+	}
 	if err := env.Client.Create(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
