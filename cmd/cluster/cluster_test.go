@@ -56,7 +56,7 @@ func TestCreateRenderGolden(t *testing.T) {
 	out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--name=demo", "--namespace=clusters",
 		"--release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64", "--pull-secret="+pullSecretFile(t, `{"auths":{}}`),
 		"--control-plane-availability-policy=HighlyAvailable", "--infra-id=demo-x7k2p", "--cluster-id=0b7d6a6e-4f2b-4c1e-9f7a-3d2c1b0a9e8f",
-		"--external-api-server-address=api.demo.example.com", "--render", "--render-sensitive")
+		"--external-api-server-address=api.demo.example.com", "--node-pool-replicas=2", "--render", "--render-sensitive")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{name: "when the name is missing, it is refused", args: []string{"--release-image=quay.io/x/y:1", "--pull-secret=" + secret}, want: "a HostedCluster name is required"},
+		{name: "when the NodePool would have fewer than 0 machines, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret, "--node-pool-replicas=-1", "--render", "--external-api-server-address=a.example.com"}, want: "invalid --node-pool-replicas -1"},
 		{name: "when the policy is unknown, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=" + secret, "--control-plane-availability-policy=Triple", "--render"}, want: `invalid --control-plane-availability-policy "Triple"`},
 		{name: "when the pull secret file is missing, it is refused", args: []string{"--name=a", "--release-image=quay.io/x/y:1", "--pull-secret=/does/not/exist", "--render", "--external-api-server-address=127.0.0.1"}, want: "failed to read --pull-secret"},
 	}
@@ -174,7 +175,7 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 	created := make(chan result, 1)
 	go func() {
 		out, err := execute(t.Context(), NewCreateCommand, "cluster", "none", "--kubeconfig="+kubeconfig, "--name=demo", "--namespace="+ns,
-			"--release-image="+image, "--pull-secret="+pullSecretFile(t, string(registry.DockerConfigJSON("u", "p"))), "--wait", "--timeout=60s")
+			"--release-image="+image, "--pull-secret="+pullSecretFile(t, string(registry.DockerConfigJSON("u", "p"))), "--node-pool-replicas=1", "--wait", "--timeout=60s")
 		created <- result{out, err}
 	}()
 
@@ -195,6 +196,13 @@ func TestCreateWaitAndDestroy(t *testing.T) {
 	hc := &hyperv1.HostedCluster{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, hc); err != nil {
 		t.Fatal(err)
+	}
+	pool := &hyperv1.NodePool{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, pool); err != nil {
+		t.Fatalf("--node-pool-replicas=1 created no NodePool: %v", err)
+	}
+	if pool.Spec.ClusterName != "demo" || pool.Spec.Replicas == nil || *pool.Spec.Replicas != 1 || pool.Spec.Release.Image != image {
+		t.Errorf("NodePool spec %+v, want 1 machine of the cluster's release", pool.Spec)
 	}
 	if hc.Spec.Release.Image != image || hc.Spec.PullSecret.Name != "demo-pull-secret" || hc.Spec.InfraID == "" || hc.Spec.ClusterID == "" {
 		t.Errorf("the HostedCluster is not as rendered: %+v", hc.Spec)

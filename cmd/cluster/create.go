@@ -27,6 +27,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/cmd/install"
+	"github.com/hypershift-le/hypershift/cmd/nodepool"
 )
 
 // CreateOptions are the flags of `hypershift create cluster none`.
@@ -39,7 +40,10 @@ type CreateOptions struct {
 	ExternalAPIServerAddress string
 	// ExternalAPIServerPort is the NodePort; 0 lets the management cluster
 	// allocate one.
-	ExternalAPIServerPort   int32
+	ExternalAPIServerPort int32
+	// NodePoolReplicas, when above 0, creates NodePool <Name> of that many
+	// machines for the cluster, as HyperShift's --node-pool-replicas.
+	NodePoolReplicas        int32
 	Render, RenderSensitive bool
 	Wait                    bool
 	Timeout                 time.Duration
@@ -80,6 +84,8 @@ func NewCreateCommand() *cobra.Command {
 		"The address (IP or DNS name) clients reach the kube-apiserver's NodePort on; by default the first node's ExternalDNS, ExternalIP or InternalIP address.")
 	fs.Int32Var(&o.ExternalAPIServerPort, "external-api-server-port", 0,
 		"The node port clients reach the kube-apiserver on, in the management cluster's NodePort range (30000-32767 unless its kube-apiserver sets --service-node-port-range); by default the management cluster allocates one.")
+	fs.Int32Var(&o.NodePoolReplicas, "node-pool-replicas", 0,
+		"Create NodePool NAME of this many machines (platform None: you bring them, hypershift create nodepool explains how they join); none when 0.")
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available and a request with its admin kubeconfig succeeds.")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
@@ -105,7 +111,7 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 		clusterID = string(uuid.NewUUID())
 	}
 	secretName := o.Name + "-pull-secret"
-	return []client.Object{
+	objects := []client.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}},
 		newPullSecret(o.Namespace, secretName, pullSecret),
 		&hyperv1.HostedCluster{
@@ -122,6 +128,20 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 			},
 		},
 	}
+	if pool := o.nodePool(); pool != nil {
+		objects = append(objects, pool)
+	}
+	return objects
+}
+
+// nodePool is the NodePool --node-pool-replicas asks for, named as the
+// cluster; nil when none.
+func (o *CreateOptions) nodePool() *hyperv1.NodePool {
+	if o.NodePoolReplicas <= 0 {
+		return nil
+	}
+	pool := &nodepool.CreateOptions{Name: o.Name, Namespace: o.Namespace, ClusterName: o.Name, ReleaseImage: o.ReleaseImage, Replicas: o.NodePoolReplicas}
+	return pool.NodePool()
 }
 
 // services publishes the kube-apiserver on a NodePort at
@@ -154,6 +174,9 @@ func (o *CreateOptions) validate() error {
 	}
 	if o.Render && o.ExternalAPIServerAddress == "" {
 		return fmt.Errorf("--render needs --external-api-server-address: it reads no node of the management cluster, and a HostedCluster must publish its kube-apiserver")
+	}
+	if o.NodePoolReplicas < 0 {
+		return fmt.Errorf("invalid --node-pool-replicas %d: use 0 for no NodePool, or the number of machines", o.NodePoolReplicas)
 	}
 	if o.ExternalAPIServerPort < 0 || o.ExternalAPIServerPort > 65535 {
 		return fmt.Errorf("invalid --external-api-server-port %d: use a node port of the management cluster (30000-32767 on most), or leave it unset", o.ExternalAPIServerPort)
@@ -213,6 +236,14 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		return cli.Explain(cfg.Host, fmt.Errorf("failed to create HostedCluster %s: %w", key(hc), err))
 	}
 	_, _ = fmt.Fprintf(out, "HostedCluster %s created\n", key(hc))
+	if pool := o.nodePool(); pool != nil {
+		if err := c.Create(ctx, pool); err != nil {
+			return cli.Explain(cfg.Host, fmt.Errorf("HostedCluster %s was created, but the API server refused its NodePool %s/%s: %w; create it with hypershift create nodepool none %s --cluster-name=%s -n %s --replicas=%d",
+				key(hc), pool.Namespace, pool.Name, err, pool.Name, o.Name, o.Namespace, o.NodePoolReplicas))
+		}
+		_, _ = fmt.Fprintf(out, "NodePool %s/%s created (%d machines); they join with what Secret %s/%s holds once the control plane is up\n",
+			pool.Namespace, pool.Name, o.NodePoolReplicas, pool.Namespace, hyperv1.NodePoolJoinSecretName(pool.Name))
+	}
 	if !o.Wait {
 		return nil
 	}
