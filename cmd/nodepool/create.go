@@ -197,7 +197,7 @@ func (o *CreateOptions) awaitJoin(ctx context.Context, c client.Client, out io.W
 			}
 		}
 	}
-	if last != nil && !apierrors.IsNotFound(last) {
+	if last != nil && !apierrors.IsNotFound(last) && !errors.Is(last, context.DeadlineExceeded) {
 		why += fmt.Sprintf("; the last read failed: %v", last)
 	}
 	return nil, fmt.Errorf("no join material in Secret %s/%s after %s: %s; the NodePool stays, and the Secret appears when the pool is Ready (kubectl get np %s -n %s)",

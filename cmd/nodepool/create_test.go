@@ -22,6 +22,8 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	npcontroller "github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
+	"github.com/hypershift-le/hypershift/support/releaseinfo"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/scheme"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -108,13 +110,21 @@ func TestCreateRefusesBadInput(t *testing.T) {
 // files are what the join Secret holds, the credential readable by the
 // user alone.
 func TestCreateWritesJoinMaterial(t *testing.T) {
-	startNodePoolController(t)
 	kubeconfig, err := env.AddUserKubeconfig("nodepool-cli", "system:masters")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t)
-	const release = "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64"
+	registry := releasetest.NewRegistry(t)
+	release, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	if err := env.Client.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startNodePoolController(t, releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())))
 	hc := &hyperv1.HostedCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
 		Spec: hyperv1.HostedClusterSpec{
@@ -202,13 +212,13 @@ func TestCreateWritesJoinMaterial(t *testing.T) {
 
 // startNodePoolController runs the hypershift-operator's NodePool
 // controller until the test ends.
-func startNodePoolController(t *testing.T) {
+func startNodePoolController(t *testing.T, releases releaseinfo.Provider) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&npcontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&npcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
