@@ -133,6 +133,24 @@ func testNodeJoins(t *testing.T) {
 		return nil
 	})
 
+	// The pool counts it: Ready with as many ready nodes as it asks for.
+	testutil.Eventually(t, time.Minute, func() error {
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(pool), pool); err != nil {
+			return err
+		}
+		var summary []string
+		ready, healthy := false, false
+		for _, c := range pool.Status.Conditions {
+			summary = append(summary, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Message))
+			ready = ready || (c.Type == hyperv1.Ready && c.Status == metav1.ConditionTrue)
+			healthy = healthy || (c.Type == hyperv1.AllNodesHealthy && c.Status == metav1.ConditionTrue)
+		}
+		if pool.Status.Replicas != 1 || !ready || !healthy || pool.Status.Version != localcluster.Versions[0] {
+			return fmt.Errorf("NodePool %s: replicas %d, version %q, %s", pool.Name, pool.Status.Replicas, pool.Status.Version, strings.Join(summary, "; "))
+		}
+		return nil
+	})
+
 	csrs := &certificatesv1.CertificateSigningRequestList{}
 	if err := hostedClient.List(t.Context(), csrs); err != nil {
 		t.Fatal(err)

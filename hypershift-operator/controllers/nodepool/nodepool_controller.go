@@ -65,6 +65,10 @@ type Reconciler struct {
 	Releases releaseinfo.Provider
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// hosted are clients of the hosted clusters, which the pools' nodes
+	// are counted in.
+	hosted hostedClients
 }
 
 func (r *Reconciler) now() time.Time {
@@ -179,7 +183,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{RequeueAfter: max(renewAt.Sub(r.now()), time.Second)}
-	server, ca, err := r.endpoint(ctx, hc)
+	server, ca, kubeconfig, err := r.endpoint(ctx, hc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -194,8 +198,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	if err := r.publishJoin(ctx, np, server, ca, token, kubelet); err != nil {
 		return ctrl.Result{}, err
 	}
-	set(hyperv1.Ready, metav1.ConditionTrue, hyperv1.AsExpectedReason,
-		"Machines join with the bootstrap kubeconfig in Secret "+np.Namespace+"/"+hyperv1.NodePoolJoinSecretName(np.Name))
+	poll := r.reconcileNodes(ctx, np, hc, kubeconfig, set)
+	result.RequeueAfter = min(result.RequeueAfter, poll)
 	return result, nil
 }
 
@@ -241,25 +245,26 @@ func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, c
 }
 
 // endpoint is the hosted kube-apiserver's URL and CA, from the admin
-// kubeconfig the hypershift-operator copies beside the HostedCluster; ""
-// while there is none.
-func (r *Reconciler) endpoint(ctx context.Context, hc *hyperv1.HostedCluster) (string, []byte, error) {
+// kubeconfig the hypershift-operator copies beside the HostedCluster, and
+// that kubeconfig; "" while there is none.
+func (r *Reconciler) endpoint(ctx context.Context, hc *hyperv1.HostedCluster) (string, []byte, []byte, error) {
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: hyperv1.AdminKubeconfigName(hc.Name)}, secret); apierrors.IsNotFound(err) {
-		return "", nil, nil
+		return "", nil, nil, nil
 	} else if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	config, err := clientcmd.Load(secret.Data[hyperv1.KubeconfigKey])
+	raw := secret.Data[hyperv1.KubeconfigKey]
+	config, err := clientcmd.Load(raw)
 	if err != nil {
-		return "", nil, fmt.Errorf("the admin kubeconfig of HostedCluster %s/%s does not load: %w", hc.Namespace, hc.Name, err)
+		return "", nil, nil, fmt.Errorf("the admin kubeconfig of HostedCluster %s/%s does not load: %w", hc.Namespace, hc.Name, err)
 	}
 	context := config.Contexts[config.CurrentContext]
 	if context == nil || config.Clusters[context.Cluster] == nil {
-		return "", nil, fmt.Errorf("the admin kubeconfig of HostedCluster %s/%s has no current cluster", hc.Namespace, hc.Name)
+		return "", nil, nil, fmt.Errorf("the admin kubeconfig of HostedCluster %s/%s has no current cluster", hc.Namespace, hc.Name)
 	}
 	cluster := config.Clusters[context.Cluster]
-	return cluster.Server, cluster.CertificateAuthorityData, nil
+	return cluster.Server, cluster.CertificateAuthorityData, raw, nil
 }
 
 // publishJoin applies the pool's join Secret, owned by the NodePool: it

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -100,16 +100,22 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 		t.Fatalf("Ready without the admin kubeconfig: %+v", c)
 	}
 
-	ca := []byte("-----BEGIN CERTIFICATE-----\nroot\n-----END CERTIFICATE-----\n")
-	admin := clientcmdapi.NewConfig()
-	admin.Clusters["demo"] = &clientcmdapi.Cluster{Server: "https://198.18.0.11:31443", CertificateAuthorityData: ca}
-	admin.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "admin"}
-	admin.Contexts["admin"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: "admin"}
-	admin.CurrentContext = "admin"
-	raw, err := clientcmd.Write(*admin)
+	// The test's API server stands in for the hosted one: the pool's nodes
+	// are counted there.
+	adminPath, err := env.AddUserKubeconfig("nodepool-hosted-admin", "system:masters")
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw, err := os.ReadFile(adminPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostedServer := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster].Server
+	ca := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster].CertificateAuthorityData
 	if err := env.Client.Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.AdminKubeconfigName("demo")},
 		Data:       map[string][]byte{hyperv1.KubeconfigKey: raw},
@@ -120,8 +126,8 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 	if np.Status.Version != "4.17.0" {
 		t.Errorf("status.version %q, want the release's 4.17.0", np.Status.Version)
 	}
-	if want := 12 * time.Hour; res.RequeueAfter != want {
-		t.Errorf("requeue after %s, want the rotation in %s", res.RequeueAfter, want)
+	if want := NodesPollReady; res.RequeueAfter != want {
+		t.Errorf("requeue after %s, want the nodes counted again in %s (before the rotation)", res.RequeueAfter, want)
 	}
 	if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, ns+"/workers-join") {
 		t.Fatalf("Ready: %+v", c)
@@ -129,7 +135,41 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 	if again := token(t, cpNamespace); again != first {
 		t.Fatalf("the token changed from %s to %s before its rotation", first, again)
 	}
-	assertJoin(t, ns, first, ca)
+	assertJoin(t, ns, first, ca, hostedServer)
+
+	t.Run("the pool's nodes are counted in the hosted cluster", func(t *testing.T) {
+		patch := client.MergeFrom(np.DeepCopy())
+		np.Spec.Replicas = ptr.To(int32(2))
+		if err := env.Client.Patch(t.Context(), np, patch); err != nil {
+			t.Fatal(err)
+		}
+		node(t, "workers-a", "workers", corev1.ConditionTrue)
+		b := node(t, "workers-b", "workers", corev1.ConditionFalse)
+		node(t, "other-a", "other", corev1.ConditionTrue)
+		if res := reconcile(); res.RequeueAfter != NodesPollWaiting {
+			t.Errorf("requeue after %s while waiting for nodes, want %s", res.RequeueAfter, NodesPollWaiting)
+		}
+		if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionFalse || c.Reason != WaitingForNodesReason || !strings.Contains(c.Message, "1 of 2 nodes joined and ready") {
+			t.Errorf("Ready with a node not ready: %+v", c)
+		}
+		if np.Status.Replicas != 2 {
+			t.Errorf("status.replicas %d, want the pool's 2 nodes (not the other pool's)", np.Status.Replicas)
+		}
+		if c := condition(t, np, hyperv1.AllNodesHealthy); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "workers-b (KubeletNotReady") {
+			t.Errorf("AllNodesHealthy with a node not ready: %+v", c)
+		}
+		b.Status.Conditions[0].Status, b.Status.Conditions[0].Reason = corev1.ConditionTrue, "KubeletReady"
+		if err := env.Client.Status().Update(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		reconcile()
+		if c := condition(t, np, hyperv1.Ready); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "2 of 2 nodes ready") {
+			t.Errorf("Ready with both nodes ready: %+v", c)
+		}
+		if c := condition(t, np, hyperv1.AllNodesHealthy); c.Status != metav1.ConditionTrue {
+			t.Errorf("AllNodesHealthy with both nodes ready: %+v", c)
+		}
+	})
 
 	now = now.Add(TokenTTL/2 + time.Minute)
 	reconcile()
@@ -137,7 +177,7 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 	if second == first || strings.Split(second, ".")[0] == strings.Split(first, ".")[0] {
 		t.Fatalf("no new token after half the old one's life: %s, then %s", first, second)
 	}
-	assertJoin(t, ns, second, ca)
+	assertJoin(t, ns, second, ca, hostedServer)
 
 	if err := env.Client.Delete(t.Context(), np); err != nil {
 		t.Fatal(err)
@@ -183,7 +223,7 @@ func token(t *testing.T, cpNamespace string) string {
 
 // assertJoin fails unless the join Secret reaches the hosted API with token
 // and holds the CA.
-func assertJoin(t *testing.T, ns, token string, ca []byte) {
+func assertJoin(t *testing.T, ns, token string, ca []byte, server string) {
 	t.Helper()
 	s := &corev1.Secret{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.NodePoolJoinSecretName("workers")}, s); err != nil {
@@ -197,7 +237,7 @@ func assertJoin(t *testing.T, ns, token string, ca []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Host != "https://198.18.0.11:31443" || cfg.BearerToken != token || string(cfg.CAData) != string(ca) || string(s.Data[hyperv1.CACertKey]) != string(ca) {
+	if cfg.Host != server || cfg.BearerToken != token || string(cfg.CAData) != string(ca) || string(s.Data[hyperv1.CACertKey]) != string(ca) {
 		t.Errorf("join Secret: server %s token %s CA %q, want the endpoint, token %s and the CA", cfg.Host, cfg.BearerToken, cfg.CAData, token)
 	}
 	// The kubelet's drop-in gives pods the hosted cluster's DNS address:
@@ -329,4 +369,23 @@ func TestSkew(t *testing.T) {
 			t.Errorf("pool %s, cluster %s: %s (%s: %s), want %s", tc.pool, tc.cluster, got, reason, message, tc.want)
 		}
 	}
+}
+
+// node registers Node name of NodePool pool, its Ready condition ready.
+func node(t *testing.T, name, pool string, ready corev1.ConditionStatus) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hyperv1.NodePoolLabel: pool}}}
+	if err := env.Client.Create(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
+	reason := "KubeletReady"
+	if ready != corev1.ConditionTrue {
+		reason = "KubeletNotReady"
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: reason, Message: "as the kubelet says", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
