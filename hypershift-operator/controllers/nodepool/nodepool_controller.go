@@ -198,9 +198,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	if err := r.publishJoin(ctx, np, server, ca, token, kubelet); err != nil {
 		return ctrl.Result{}, err
 	}
-	poll := r.reconcileNodes(ctx, np, hc, kubeconfig, set)
+	poll, err := r.reconcileNodes(ctx, np, hc, kubeconfig, set)
 	result.RequeueAfter = min(result.RequeueAfter, poll)
-	return result, nil
+	return result, err
 }
 
 // reconcileToken returns the pool's current token (id.secret), issuing a

@@ -2,7 +2,9 @@ package nodepool
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -137,15 +139,16 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 	}
 	assertJoin(t, ns, first, ca, hostedServer)
 
+	outer := t // the nodes outlive each subtest
 	t.Run("the pool's nodes are counted in the hosted cluster", func(t *testing.T) {
 		patch := client.MergeFrom(np.DeepCopy())
 		np.Spec.Replicas = ptr.To(int32(2))
 		if err := env.Client.Patch(t.Context(), np, patch); err != nil {
 			t.Fatal(err)
 		}
-		node(t, "workers-a", "workers", corev1.ConditionTrue)
-		b := node(t, "workers-b", "workers", corev1.ConditionFalse)
-		node(t, "other-a", "other", corev1.ConditionTrue)
+		node(outer, "workers-a", "workers", corev1.ConditionTrue)
+		b := node(outer, "workers-b", "workers", corev1.ConditionFalse)
+		node(outer, "other-a", "other", corev1.ConditionTrue)
 		if res := reconcile(); res.RequeueAfter != NodesPollWaiting {
 			t.Errorf("requeue after %s while waiting for nodes, want %s", res.RequeueAfter, NodesPollWaiting)
 		}
@@ -158,6 +161,9 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 		if c := condition(t, np, hyperv1.AllNodesHealthy); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "workers-b (KubeletNotReady") {
 			t.Errorf("AllNodesHealthy with a node not ready: %+v", c)
 		}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(b), b); err != nil {
+			t.Fatal(err)
+		}
 		b.Status.Conditions[0].Status, b.Status.Conditions[0].Reason = corev1.ConditionTrue, "KubeletReady"
 		if err := env.Client.Status().Update(t.Context(), b); err != nil {
 			t.Fatal(err)
@@ -168,6 +174,56 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 		}
 		if c := condition(t, np, hyperv1.AllNodesHealthy); c.Status != metav1.ConditionTrue {
 			t.Errorf("AllNodesHealthy with both nodes ready: %+v", c)
+		}
+	})
+
+	t.Run("the pool's labels and taints reach its nodes in place, and go when the pool drops them", func(t *testing.T) {
+		// What others set stays: the kubelet's label, the node
+		// controller's taint.
+		a := &corev1.Node{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: "workers-a"}, a); err != nil {
+			t.Fatal(err)
+		}
+		a.Labels["kubernetes.io/hostname"] = "workers-a"
+		a.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}
+		if err := env.Client.Update(t.Context(), a); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(np.DeepCopy())
+		np.Spec.NodeLabels = map[string]string{"role": "web", "tier": "front"}
+		np.Spec.Taints = []hyperv1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+		if err := env.Client.Patch(t.Context(), np, patch); err != nil {
+			t.Fatal(err)
+		}
+		reconcile()
+		assertNode(t, "workers-a", map[string]string{"role": "web", "tier": "front", "kubernetes.io/hostname": "workers-a", hyperv1.NodePoolLabel: "workers"},
+			[]string{"dedicated=web:NoSchedule", "node.kubernetes.io/unreachable=:NoExecute"})
+		// (The API server taints a new Node not-ready until its kubelet
+		// says otherwise: another's taint, which stays.)
+		assertNode(t, "workers-b", map[string]string{"role": "web", "tier": "front", hyperv1.NodePoolLabel: "workers"},
+			[]string{"dedicated=web:NoSchedule", "node.kubernetes.io/not-ready=:NoSchedule"})
+		assertNode(t, "other-a", map[string]string{hyperv1.NodePoolLabel: "other"}, []string{"node.kubernetes.io/not-ready=:NoSchedule"})
+
+		patch = client.MergeFrom(np.DeepCopy())
+		np.Spec.NodeLabels = map[string]string{"role": "api"}
+		np.Spec.Taints = nil
+		if err := env.Client.Patch(t.Context(), np, patch); err != nil {
+			t.Fatal(err)
+		}
+		reconcile()
+		assertNode(t, "workers-a", map[string]string{"role": "api", "kubernetes.io/hostname": "workers-a", hyperv1.NodePoolLabel: "workers"},
+			[]string{"node.kubernetes.io/unreachable=:NoExecute"})
+		before := &corev1.Node{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: "workers-a"}, before); err != nil {
+			t.Fatal(err)
+		}
+		reconcile()
+		after := &corev1.Node{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: "workers-a"}, after); err != nil {
+			t.Fatal(err)
+		}
+		if after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("a pass with nothing to change wrote the node (resourceVersion %s -> %s)", before.ResourceVersion, after.ResourceVersion)
 		}
 	})
 
@@ -388,4 +444,26 @@ func node(t *testing.T, name, pool string, ready corev1.ConditionStatus) *corev1
 		t.Fatal(err)
 	}
 	return n
+}
+
+// assertNode fails unless Node name has exactly labels and taints
+// (key=value:effect, in any order).
+func assertNode(t *testing.T, name string, labels map[string]string, taints []string) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(n.Labels, labels) {
+		t.Errorf("node %s labels %v, want %v", name, n.Labels, labels)
+	}
+	var got []string
+	for _, taint := range n.Spec.Taints {
+		got = append(got, taint.Key+"="+taint.Value+":"+string(taint.Effect))
+	}
+	slices.Sort(got)
+	slices.Sort(taints)
+	if !slices.Equal(got, taints) {
+		t.Errorf("node %s taints %v, want %v", name, got, taints)
+	}
 }

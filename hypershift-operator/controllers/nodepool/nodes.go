@@ -3,6 +3,7 @@ package nodepool
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,8 +74,10 @@ func (h *hostedClients) get(hc *hyperv1.HostedCluster, kubeconfig []byte) (clien
 // reconcileNodes counts the pool's nodes in its hosted cluster (the Nodes
 // the control-plane-operator labeled as the pool's, by the token they
 // joined with): status.replicas, AllNodesHealthy, and Ready once as many
-// are ready as spec.replicas asks for. It returns when to count again.
-func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, kubeconfig []byte, set func(string, metav1.ConditionStatus, string, string)) time.Duration {
+// are ready as spec.replicas asks for. Each node gets the pool's labels
+// and taints (propagate). It returns when to count again, and what failed
+// to propagate.
+func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, kubeconfig []byte, set func(string, metav1.ConditionStatus, string, string)) (time.Duration, error) {
 	join := "machines join with the bootstrap kubeconfig in Secret " + np.Namespace + "/" + hyperv1.NodePoolJoinSecretName(np.Name)
 	nodes := &corev1.NodeList{}
 	hosted, err := r.hosted.get(hc, kubeconfig)
@@ -85,7 +88,13 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, h
 		message := fmt.Sprintf("The pool's nodes cannot be listed in the hosted cluster: %v", err)
 		set(hyperv1.AllNodesHealthy, metav1.ConditionUnknown, HostedAPIUnreachable, message)
 		set(hyperv1.Ready, metav1.ConditionFalse, HostedAPIUnreachable, message+"; "+join)
-		return NodesPollWaiting
+		return NodesPollWaiting, nil
+	}
+	var propagateErrs []error
+	for i := range nodes.Items {
+		if err := propagate(ctx, hosted, np, &nodes.Items[i]); err != nil {
+			propagateErrs = append(propagateErrs, err)
+		}
 	}
 	var ready int32
 	var notReady []string
@@ -112,10 +121,10 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, h
 	}
 	if ready < want {
 		set(hyperv1.Ready, metav1.ConditionFalse, WaitingForNodesReason, fmt.Sprintf("%d of %d nodes joined and ready; %s", ready, want, join))
-		return NodesPollWaiting
+		return NodesPollWaiting, errors.Join(propagateErrs...)
 	}
 	set(hyperv1.Ready, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("%d of %d nodes ready; %s", ready, want, join))
-	return NodesPollReady
+	return NodesPollReady, errors.Join(propagateErrs...)
 }
 
 // nodeNotReady says why node is not ready; "" when it is.
