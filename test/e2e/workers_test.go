@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -247,8 +248,9 @@ func testNodeJoins(t *testing.T) {
 // control-plane-operator gives every hosted cluster's nodes: kube-proxy
 // (the release's image, with its own iptables) and CoreDNS behind the
 // kube-dns Service, which the NodePool's kubelet configuration names. A
-// client pod then reaches a server pod by the server's Service name, and
-// kubectl exec runs a command in the server's container.
+// Deployment of two servers runs there; a client pod reaches them by
+// their Service's name, and kubectl exec runs a command in a server's
+// container.
 func testServiceByName(t *testing.T, h *hostedCluster, hosted client.Client, node string) {
 	testutil.Eventually(t, 3*time.Minute, func() error {
 		list := &corev1.PodList{}
@@ -278,10 +280,31 @@ func testServiceByName(t *testing.T, h *hostedCluster, hosted client.Client, nod
 	})
 	echo := pushEcho(t)
 	ns := metav1.NamespaceDefault
-	server := pods.New(ns, "web", node, echo, "/usr/bin/echo", "serve", ":8080")
+	// A Deployment of two replicas of a locally built image, scheduled by
+	// the hosted kube-scheduler onto the pool's node.
+	server := pods.New(ns, "web", "", echo, "/usr/bin/echo", "serve", ":8080")
 	server.Spec.AutomountServiceAccountToken = ptr.To(false)
 	server.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	pods.Run(t, hosted, server, corev1.PodRunning)
+	web := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: server.Labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: server.Labels}, Spec: server.Spec},
+		},
+	}
+	if err := hosted.Create(t.Context(), web); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		if err := hosted.Get(t.Context(), client.ObjectKeyFromObject(web), web); err != nil {
+			return err
+		}
+		if web.Status.ObservedGeneration < web.Generation || web.Status.AvailableReplicas != 2 {
+			return fmt.Errorf("deployment web: %d of 2 replicas available: %+v", web.Status.AvailableReplicas, web.Status.Conditions)
+		}
+		return nil
+	})
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{
@@ -294,11 +317,11 @@ func testServiceByName(t *testing.T, h *hostedCluster, hosted client.Client, nod
 	caller := pods.New(ns, "web-client", node, echo, "/usr/bin/echo", "connect", "web.default.svc.cluster.local:80")
 	caller.Spec.AutomountServiceAccountToken = ptr.To(false)
 	caller = pods.Run(t, hosted, caller, corev1.PodSucceeded)
-	if log := h.kubectl(t, "logs", "-n", ns, caller.Name); log != "echo from web\n" {
-		t.Errorf("the client's answer through Service web by name: %q, want the server's", log)
+	if log := h.kubectl(t, "logs", "-n", ns, caller.Name); !strings.HasPrefix(log, "echo from web-") {
+		t.Errorf("the client's answer through Service web by name: %q, want a server's", log)
 	}
-	if out := h.kubectl(t, "exec", "-n", ns, "web", "--", "/usr/bin/echo", "connect", "127.0.0.1:8080"); out != "echo from web\n" {
-		t.Errorf("kubectl exec in the server's container: %q", out)
+	if out := h.kubectl(t, "exec", "-n", ns, "deploy/web", "--", "/usr/bin/echo", "connect", "127.0.0.1:8080"); !strings.HasPrefix(out, "echo from web-") {
+		t.Errorf("kubectl exec in a server's container: %q", out)
 	}
 }
 
