@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -154,6 +155,11 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		return cli.Explain(cfg.Host, fmt.Errorf("the API server refused NodePool %s/%s: %w", o.Namespace, o.Name, err))
 	}
 	_, _ = fmt.Fprintf(out, "NodePool %s/%s created for HostedCluster %s (%d machines, release %s)\n", o.Namespace, o.Name, o.ClusterName, o.Replicas, o.ReleaseImage)
+	if o.ReleaseImage != hc.Spec.Release.Image {
+		if err := o.awaitRelease(ctx, c, np, out); err != nil {
+			return cli.Explain(cfg.Host, err)
+		}
+	}
 	secretName := hyperv1.NodePoolJoinSecretName(o.Name)
 	if o.OutputDir == "" {
 		_, _ = fmt.Fprintf(out, "Machines join with what Secret %s/%s holds once the operator publishes it (or run again with --output-dir on a new pool)\n", o.Namespace, secretName)
@@ -164,6 +170,53 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		return cli.Explain(cfg.Host, err)
 	}
 	return o.write(secret, out)
+}
+
+// releaseVerdictTimeout bounds how long a pool of another release than its
+// cluster's waits for the operator to judge that release.
+const releaseVerdictTimeout = time.Minute
+
+// awaitRelease waits for the hypershift-operator's verdict on a release
+// other than the cluster's (it reads the payload with the cluster's pull
+// secret): a release it cannot read, or one the cluster does not support
+// (newer than the cluster's, or more than three minors older), is refused,
+// and the pool just created deleted again. Without a verdict in time the
+// pool stays, and the command says so.
+func (o *CreateOptions) awaitRelease(ctx context.Context, c client.Client, np *hyperv1.NodePool, out io.Writer) error {
+	var refusal error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, min(o.Timeout, releaseVerdictTimeout), true, func(ctx context.Context) (bool, error) {
+		live := &hyperv1.NodePool{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(np), live); err != nil {
+			return false, nil
+		}
+		judged := 0
+		for _, t := range []string{hyperv1.ValidReleaseImage, hyperv1.SupportedVersionSkew} {
+			cond := meta.FindStatusCondition(live.Status.Conditions, t)
+			if cond == nil || cond.ObservedGeneration < live.Generation {
+				continue
+			}
+			if cond.Status == metav1.ConditionFalse {
+				refusal = fmt.Errorf("the release of NodePool %s/%s is refused (%s=False, %s): %s", np.Namespace, np.Name, t, cond.Reason, cond.Message)
+				return true, nil
+			}
+			judged++
+		}
+		return judged == 2, nil
+	})
+	switch {
+	case refusal != nil:
+		uid := np.UID
+		if delErr := c.Delete(ctx, np, client.Preconditions{UID: &uid}); delErr != nil && !apierrors.IsNotFound(delErr) {
+			return errors.Join(refusal, fmt.Errorf("failed to delete NodePool %s/%s again: %w", np.Namespace, np.Name, delErr))
+		}
+		return fmt.Errorf("%w; the NodePool was deleted again", refusal)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		_, _ = fmt.Fprintf(out, "Warning: the hypershift-operator has not judged release %s within %s; the NodePool stays (its ValidReleaseImage and SupportedVersionSkew conditions will say)\n",
+			o.ReleaseImage, min(o.Timeout, releaseVerdictTimeout))
+	}
+	return nil
 }
 
 // awaitJoin waits, bounded by --timeout, for the pool's join Secret, and

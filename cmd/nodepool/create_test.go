@@ -3,6 +3,7 @@ package nodepool
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,13 +12,16 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -214,7 +218,10 @@ func TestCreateWritesJoinMaterial(t *testing.T) {
 // controller until the test ends.
 func startNodePoolController(t *testing.T, releases releaseinfo.Provider) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, // one per test
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,5 +238,55 @@ func startNodePoolController(t *testing.T, releases releaseinfo.Provider) {
 		case <-time.After(30 * time.Second):
 			t.Error("the NodePool controller did not stop")
 		}
+	})
+}
+
+// TestCreateRefusesANewerRelease gives a pool a release newer than its
+// cluster's: the operator judges it, the command refuses it and deletes
+// the pool again, leaving nothing.
+func TestCreateRefusesANewerRelease(t *testing.T) {
+	kubeconfig, err := env.AddUserKubeconfig("nodepool-cli-newer", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	registry := releasetest.NewRegistry(t)
+	current, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	newer, _ := registry.PushRelease(t, "ocp-release:4.18.0", "4.18.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.18.0"})
+	if err := env.Client.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startNodePoolController(t, releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())))
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release: hyperv1.Release{Image: current}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
+		},
+	}
+	if err := env.Client.Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	hc.Status.Version = &hyperv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.17.0", Image: current}}
+	if err := env.Client.Status().Update(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t.Context(), "none", "workers", "--cluster-name=demo", "-n", ns, "--release-image="+newer, "--kubeconfig="+kubeconfig)
+	if want := "NodePool version 4.18.0 is newer than HostedCluster version 4.17.0"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the NodePool was deleted again") {
+		t.Fatalf("create with a newer release: %v, want it refused saying %q\n%s", err, want, out)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		pools := &hyperv1.NodePoolList{}
+		if err := env.Client.List(t.Context(), pools, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pools.Items) != 0 {
+			return fmt.Errorf("the refused pool is still there: %+v", pools.Items[0].ObjectMeta)
+		}
+		return nil
 	})
 }
