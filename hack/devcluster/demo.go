@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -20,8 +22,11 @@ import (
 	"github.com/hypershift-le/hypershift/test/localcluster"
 )
 
-// demoKey is the demo HostedCluster.
+// demoKey is the demo HostedCluster, and its NodePool.
 var demoKey = client.ObjectKey{Namespace: "clusters", Name: "demo"}
+
+// demoWorkers is how many machines the demo's NodePool has.
+const demoWorkers = 2
 
 // createDemo creates the demo HostedCluster, its API published on a
 // NodePort of a node's address, as the CLI picks it, and waits until its
@@ -33,7 +38,7 @@ func createDemo(ctx context.Context, c *localcluster.Cluster, pullSecret string)
 		release := c.Registry.Releases[localcluster.Versions[0]]
 		args := []string{"cluster", "none", "--kubeconfig=" + c.Kubeconfig,
 			"--name=" + demoKey.Name, "--namespace=" + demoKey.Namespace, "--release-image=" + release, "--pull-secret=" + pullSecret,
-			"--wait", "--timeout=8m"}
+			"--node-pool-replicas=" + strconv.Itoa(demoWorkers), "--wait", "--timeout=8m"}
 		return execute(ctx, cluster.NewCreateCommand(), args...)
 	}
 	if err != nil {
@@ -95,4 +100,51 @@ func writeDemoKubeconfig(ctx context.Context, c *localcluster.Cluster, stateDir 
 	}
 	path := filepath.Join(stateDir, "demo.kubeconfig")
 	return path, server, os.WriteFile(path, data, 0o600)
+}
+
+// joinDemoWorkers brings the demo NodePool's machines, as a user of
+// platform None does: real nodes of the local network that join the hosted
+// cluster with what the pool's join Secret holds, and nothing else. It
+// returns once the hosted cluster shows them Ready.
+func joinDemoWorkers(ctx context.Context, c *localcluster.Cluster, hostedKubeconfig []byte) error {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(hostedKubeconfig)
+	if err != nil {
+		return err
+	}
+	hosted, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	pool := &hyperv1.NodePool{}
+	if err := c.Env.Client.Get(ctx, demoKey, pool); apierrors.IsNotFound(err) {
+		fmt.Printf("HostedCluster %s has no NodePool %s: no workers join\n", demoKey, demoKey.Name)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("failed to get NodePool %s: %w", demoKey, err)
+	}
+	join := &corev1.Secret{}
+	joinKey := client.ObjectKey{Namespace: pool.Namespace, Name: hyperv1.NodePoolJoinSecretName(pool.Name)}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Env.Client.Get(ctx, joinKey, join)
+		return err == nil && len(join.Data[hyperv1.BootstrapKubeconfigKey]) > 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("NodePool %s published no join material in Secret %s: %w", demoKey, joinKey, err)
+	}
+	replicas := 0
+	if pool.Spec.Replicas != nil {
+		replicas = int(*pool.Spec.Replicas)
+	}
+	for i := range replicas {
+		started := time.Now()
+		n, err := c.JoinNode(ctx, localcluster.JoinOptions{
+			Name: fmt.Sprintf("%s-%d", pool.Name, i), BootstrapKubeconfig: join.Data[hyperv1.BootstrapKubeconfigKey],
+			ClientCA: join.Data[hyperv1.CACertKey], KubeletConfig: join.Data[hyperv1.KubeletConfigKey], Client: hosted,
+		})
+		if err != nil {
+			return fmt.Errorf("machine %d of NodePool %s did not join: %w", i, demoKey, err)
+		}
+		fmt.Printf("Node %s of NodePool %s joined the hosted cluster and is Ready at %s (%s)\n", n.Name, demoKey, n.Address, time.Since(started).Round(100*time.Millisecond))
+	}
+	return nil
 }

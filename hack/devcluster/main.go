@@ -125,13 +125,23 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 	if err != nil {
 		return fmt.Errorf("failed to write the demo's kubeconfig: %w", err)
 	}
+	raw, err := os.ReadFile(hostedKubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := joinDemoWorkers(ctx, c, raw); err != nil {
+		return err
+	}
 	fmt.Printf(`
 The local cluster runs, with HostedCluster clusters/demo Available: a real
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler, its API at
-%[6]s (a NodePort of a node).
+%[6]s (a NodePort of a node), and NodePool clusters/demo's workers: real
+nodes joined to it, with kube-proxy and CoreDNS.
 Use the hosted cluster (its admin kubeconfig, as hypershift create kubeconfig prints it):
   bin/hypershift create kubeconfig --kubeconfig=%[1]s --name=demo --namespace=clusters > %[7]s
-  kubectl --kubeconfig=%[7]s get namespaces
+  kubectl --kubeconfig=%[7]s get nodes
+  kubectl --kubeconfig=%[7]s run hello --image=%[8]s --restart=Never --command -- /usr/bin/hypershift version --client
+  kubectl --kubeconfig=%[7]s logs hello
   kubectl --kubeconfig=%[7]s create configmap hello --from-literal=who=me
 Watch the management cluster:
   export KUBECONFIG=%[1]s
@@ -143,7 +153,7 @@ Upgrade it to the second payload (the control-plane-operator, then etcd, the kub
 Logs of every pod: kubectl logs (through the kubelets)   The nodes' own: %[3]s/nodes/<node>/*.log
 Audit log: %[4]s
 Press Ctrl-C (or run make stop) to stop it%[5]s.
-`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig)
+`, c.Kubeconfig, c.Registry.Releases[localcluster.Versions[1]], stateDir, c.Env.AuditLogPath, stopNote(keep), server, hostedKubeconfig, c.Registry.Image("hypershift", "latest"))
 	<-ctx.Done()
 	return nil
 }
