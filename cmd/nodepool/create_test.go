@@ -234,7 +234,10 @@ func startNodePoolController(t *testing.T, releases releaseinfo.Provider) {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the NodePool controller: %v", err)
+			}
 		case <-time.After(30 * time.Second):
 			t.Error("the NodePool controller did not stop")
 		}
