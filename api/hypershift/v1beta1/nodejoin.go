@@ -25,6 +25,11 @@ const (
 	// namespace the control-plane-operator watches (it caches Secrets with
 	// this label only): its components', and the NodePools' tokens.
 	ControlPlaneComponentLabel = "hypershift.openshift.io/control-plane-component"
+	// NodePoolConfigAnnotation names, on a token Secret (and on the
+	// bootstrap token installed from it), the pool config the token is for
+	// (its release and kubelet configuration): a token of an earlier
+	// config is revoked, one of the same config kept until it expires.
+	NodePoolConfigAnnotation = "hypershift.openshift.io/nodePoolConfig"
 	// NodePoolTokenComponent is the ControlPlaneComponentLabel value of the
 	// token Secrets.
 	NodePoolTokenComponent = "node-bootstrap-token"

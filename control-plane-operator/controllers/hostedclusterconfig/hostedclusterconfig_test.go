@@ -147,6 +147,52 @@ func TestReconcileConfiguresTheHostedCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a token of the pool's earlier config is revoked, one of the same config kept", func(t *testing.T) {
+		pool := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.NodePoolTokenSecretName("config"),
+				Labels:      map[string]string{hyperv1.NodePoolLabel: "config", hyperv1.ControlPlaneComponentLabel: hyperv1.NodePoolTokenComponent},
+				Annotations: map[string]string{hyperv1.NodePoolConfigAnnotation: "c1"}},
+			Data: map[string][]byte{"token-id": []byte("aaa111"), "token-secret": []byte("0123456789abcdef"), "expiration": []byte("2099-01-01T00:00:00Z")},
+		}
+		if err := env.Client.Create(t.Context(), pool); err != nil {
+			t.Fatal(err)
+		}
+		installed := func(id string) bool {
+			err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			return err == nil
+		}
+		t.Cleanup(func() {
+			_ = env.Client.Delete(context.Background(), pool)
+			for _, id := range []string{"aaa111", "bbb222", "ccc333"} {
+				_ = env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}})
+			}
+		})
+		next := func(id, config string) {
+			t.Helper()
+			pool.Data["token-id"], pool.Annotations[hyperv1.NodePoolConfigAnnotation] = []byte(id), config
+			if err := env.Client.Update(t.Context(), pool); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		next("bbb222", "c1") // rotated on its clock: a machine mid-join still joins
+		if !installed("aaa111") || !installed("bbb222") {
+			t.Fatalf("after a rotation of the same config: aaa111 %v, bbb222 %v; want both", installed("aaa111"), installed("bbb222"))
+		}
+		next("ccc333", "c2") // the pool's config changed
+		if installed("aaa111") || installed("bbb222") || !installed("ccc333") {
+			t.Errorf("after a config change: aaa111 %v, bbb222 %v, ccc333 %v; want only the new token", installed("aaa111"), installed("bbb222"), installed("ccc333"))
+		}
+	})
+
 	t.Run("a kubeconfig that does not parse is named", func(t *testing.T) {
 		secret.Data[pki.KubeconfigKey] = []byte("{not yaml")
 		if err := env.Client.Update(t.Context(), secret); err != nil {

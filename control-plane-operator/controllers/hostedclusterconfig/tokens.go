@@ -25,7 +25,8 @@ func bootstrapToken(pool *corev1.Secret) *corev1.Secret {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id),
-			Labels: map[string]string{managedByLabel: FieldOwner, hyperv1.NodePoolLabel: pool.Labels[hyperv1.NodePoolLabel]},
+			Labels:      map[string]string{managedByLabel: FieldOwner, hyperv1.NodePoolLabel: pool.Labels[hyperv1.NodePoolLabel]},
+			Annotations: map[string]string{hyperv1.NodePoolConfigAnnotation: pool.Annotations[hyperv1.NodePoolConfigAnnotation]},
 		},
 		Type: corev1.SecretTypeBootstrapToken,
 		Data: map[string][]byte{
@@ -41,15 +42,17 @@ func bootstrapToken(pool *corev1.Secret) *corev1.Secret {
 
 // reconcileTokens installs the current token of every NodePool of the
 // control plane in the hosted cluster, and removes the tokens of pools
-// that are gone. A pool's earlier token stays until it expires (the
-// hosted token cleaner deletes it): a machine that read it just before a
-// rotation still joins.
+// that are gone. A pool's earlier token of the same config stays until it
+// expires (the hosted token cleaner deletes it): a machine that read it
+// just before a rotation still joins. One of an earlier config (another
+// release, another kubelet configuration) is revoked: no machine joins
+// with what the pool no longer runs.
 func (r *Reconciler) reconcileTokens(ctx context.Context, namespace string, hosted client.Client) error {
 	pools := &corev1.SecretList{}
 	if err := r.Client.List(ctx, pools, client.InNamespace(namespace), client.HasLabels{hyperv1.NodePoolLabel}); err != nil {
 		return err
 	}
-	live := map[string]bool{}
+	live := map[string]string{} // pool -> its current token's config
 	applier := apply.Applier{Client: hosted, FieldOwner: FieldOwner}
 	var errs []error
 	for i := range pools.Items {
@@ -57,7 +60,7 @@ func (r *Reconciler) reconcileTokens(ctx context.Context, namespace string, host
 		if pool.Name != hyperv1.NodePoolTokenSecretName(pool.Labels[hyperv1.NodePoolLabel]) || len(pool.Data[bootstrapapi.BootstrapTokenIDKey]) == 0 {
 			continue
 		}
-		live[pool.Labels[hyperv1.NodePoolLabel]] = true
+		live[pool.Labels[hyperv1.NodePoolLabel]] = pool.Annotations[hyperv1.NodePoolConfigAnnotation]
 		if _, err := applier.Apply(ctx, bootstrapToken(pool)); err != nil {
 			errs = append(errs, fmt.Errorf("failed to install the bootstrap token of NodePool %s in the hosted cluster: %w", pool.Labels[hyperv1.NodePoolLabel], err))
 		}
@@ -68,11 +71,20 @@ func (r *Reconciler) reconcileTokens(ctx context.Context, namespace string, host
 	}
 	for i := range installed.Items {
 		token := &installed.Items[i]
-		if live[token.Labels[hyperv1.NodePoolLabel]] {
-			continue
+		pool := token.Labels[hyperv1.NodePoolLabel]
+		config, isLive := live[pool]
+		why := "deleted NodePool " + pool
+		if isLive {
+			// Tokens that name no config (installed before configs were
+			// named) are left to expire.
+			had := token.Annotations[hyperv1.NodePoolConfigAnnotation]
+			if config == "" || had == "" || had == config {
+				continue
+			}
+			why = "NodePool " + pool + "'s earlier config"
 		}
 		if err := hosted.Delete(ctx, token); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("failed to remove the bootstrap token of deleted NodePool %s: %w", token.Labels[hyperv1.NodePoolLabel], err))
+			errs = append(errs, fmt.Errorf("failed to revoke the bootstrap token of %s: %w", why, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -10,6 +10,8 @@ package nodepool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -178,7 +180,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	token, renewAt, err := r.reconcileToken(ctx, np, cpNamespace)
+	kubelet, err := kubeletConfig(hc)
+	if err != nil {
+		set(hyperv1.Ready, metav1.ConditionFalse, InvalidNetworkReason, "The pool's kubelet configuration cannot be made: "+err.Error())
+		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
+	}
+	token, renewAt, err := r.reconcileToken(ctx, np, cpNamespace, configHash(np, kubelet))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -190,11 +197,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	if server == "" {
 		return waiting("The hosted control plane has not published its endpoint and CA yet (no admin kubeconfig)")
 	}
-	kubelet, err := kubeletConfig(hc)
-	if err != nil {
-		set(hyperv1.Ready, metav1.ConditionFalse, InvalidNetworkReason, "The pool's kubelet configuration cannot be made: "+err.Error())
-		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
-	}
 	if err := r.publishJoin(ctx, np, server, ca, token, kubelet); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -203,10 +205,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	return result, err
 }
 
+// configHash names what a machine of the pool is given to run: its
+// release and the kubelet's configuration. A token is for one config.
+func configHash(np *hyperv1.NodePool, kubelet []byte) string {
+	h := sha256.New()
+	h.Write([]byte(np.Spec.Release.Image))
+	h.Write([]byte{0})
+	h.Write(kubelet)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // reconcileToken returns the pool's current token (id.secret), issuing a
-// new one when there is none or half its life has passed, and when the
-// next rotation is due.
-func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) (string, time.Time, error) {
+// new one when there is none, half its life has passed, or the pool's
+// config changed (the control-plane-operator then revokes the earlier one:
+// no machine joins with the old config), and when the next rotation is due.
+func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, cpNamespace, config string) (string, time.Time, error) {
 	key := client.ObjectKey{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName(np.Name)}
 	live := &corev1.Secret{}
 	err := r.Client.Get(ctx, key, live)
@@ -215,7 +228,8 @@ func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, c
 	}
 	if err == nil {
 		expires, parseErr := time.Parse(time.RFC3339, string(live.Data[bootstrapapi.BootstrapTokenExpirationKey]))
-		if renewAt := expires.Add(-TokenTTL / 2); parseErr == nil && r.now().Before(renewAt) {
+		sameConfig := live.Annotations[hyperv1.NodePoolConfigAnnotation] == config
+		if renewAt := expires.Add(-TokenTTL / 2); parseErr == nil && r.now().Before(renewAt) && sameConfig {
 			return bootstraputil.TokenFromIDAndSecret(string(live.Data[bootstrapapi.BootstrapTokenIDKey]), string(live.Data[bootstrapapi.BootstrapTokenSecretKey])), renewAt, nil
 		}
 	}
@@ -230,7 +244,7 @@ func (r *Reconciler) reconcileToken(ctx context.Context, np *hyperv1.NodePool, c
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
 			Labels:      map[string]string{hyperv1.NodePoolLabel: np.Name, hyperv1.ControlPlaneComponentLabel: hyperv1.NodePoolTokenComponent},
-			Annotations: map[string]string{hyperv1.ClusterAnnotation: np.Namespace + "/" + np.Spec.ClusterName},
+			Annotations: map[string]string{hyperv1.ClusterAnnotation: np.Namespace + "/" + np.Spec.ClusterName, hyperv1.NodePoolConfigAnnotation: config},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{

@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 func TestNodePoolJoinMaterial(t *testing.T) {
 	ns := env.Namespace(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	registry, release := pushRelease(t, ns, "4.17.0")
+	registry, releases := pushRelease(t, ns, "4.17.0", "4.17.1")
+	release, next := releases[0], releases[1]
 	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: registry, Now: func() time.Time { return now }}
 	np := &hyperv1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
@@ -235,6 +236,21 @@ func TestNodePoolJoinMaterial(t *testing.T) {
 	}
 	assertJoin(t, ns, second, ca, hostedServer)
 
+	// A new release is a new config: a new token at once, long before
+	// its rotation is due (the control-plane-operator revokes the old).
+	patch := client.MergeFrom(np.DeepCopy())
+	np.Spec.Release.Image = next
+	if err := env.Client.Patch(t.Context(), np, patch); err != nil {
+		t.Fatal(err)
+	}
+	secondConfig := tokenConfig(t, cpNamespace)
+	reconcile()
+	third := token(t, cpNamespace)
+	if strings.Split(third, ".")[0] == strings.Split(second, ".")[0] || tokenConfig(t, cpNamespace) == secondConfig {
+		t.Fatalf("the pool's release changed, and its token (%s) and config (%s) did not", third, secondConfig)
+	}
+	assertJoin(t, ns, third, ca, hostedServer)
+
 	if err := env.Client.Delete(t.Context(), np); err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +274,19 @@ func condition(t *testing.T, np *hyperv1.NodePool, conditionType string) metav1.
 		t.Fatalf("no %s condition in %+v", conditionType, np.Status.Conditions)
 	}
 	return *c
+}
+
+// tokenConfig is the config the pool's current token is for.
+func tokenConfig(t *testing.T, cpNamespace string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName("workers")}, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Annotations[hyperv1.NodePoolConfigAnnotation] == "" {
+		t.Fatalf("token Secret names no config: %v", s.Annotations)
+	}
+	return s.Annotations[hyperv1.NodePoolConfigAnnotation]
 }
 
 // token is the pool's current token, id.secret, with its Secret's labels
@@ -321,22 +350,26 @@ func assertJoin(t *testing.T, ns, token string, ca []byte, server string) {
 	}
 }
 
-// pushRelease serves a release payload of version and the pull secret
-// "pull-secret" in ns that reads it; it returns a provider of the registry
-// and the payload's pull spec.
-func pushRelease(t *testing.T, ns, version string) (releaseinfo.Provider, string) {
+// pushRelease serves a release payload of each version and the pull
+// secret "pull-secret" in ns that reads them; it returns a provider of the
+// registry and the payloads' pull specs, in order.
+func pushRelease(t *testing.T, ns string, versions ...string) (releaseinfo.Provider, []string) {
 	t.Helper()
 	registry := releasetest.NewRegistry(t)
-	image, _ := registry.PushRelease(t, "ocp-release:"+version, version, map[string]string{"hypershift": registry.Host() + "/hypershift:" + version})
+	var images []string
+	for _, version := range versions {
+		image, _ := registry.PushRelease(t, "ocp-release:"+version, version, map[string]string{"hypershift": registry.Host() + "/hypershift:" + version})
+		images = append(images, image)
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
 	}
-	if err := env.Client.Create(t.Context(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := env.Client.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	return releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())), image
+	return releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())), images
 }
 
 // TestNodePoolRelease refuses a pool whose release cannot be read, or is
@@ -344,7 +377,8 @@ func pushRelease(t *testing.T, ns, version string) (releaseinfo.Provider, string
 // published: no token, no join Secret.
 func TestNodePoolRelease(t *testing.T) {
 	ns := env.Namespace(t)
-	provider, newer := pushRelease(t, ns, "4.18.0")
+	provider, releases := pushRelease(t, ns, "4.18.0")
+	newer := releases[0]
 	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: provider}
 	hc := &hyperv1.HostedCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
