@@ -200,6 +200,10 @@ bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-opera
 bench-outage: testbin ## Cut 100 leaders and their standbys off from the API server for 30s, 60s and 120s, ours against exit-on-deadline; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/outage
 
+.PHONY: bench-nodepools
+bench-nodepools: nodepkgs build testbin clusterbin ## Create NodePools of 1, 3 and 5 real nodes for a hosted cluster on the local cluster, and scale one up: time to Ready nodes against the management cluster's own nodes, memory per worker; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/nodepools
+
 .PHONY: bench-controlplanes
 bench-controlplanes: build testbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes
