@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -58,6 +59,9 @@ const (
 	InvalidNetworkReason = "InvalidNetwork"
 )
 
+// MaxConcurrentReconciles is how many NodePools are reconciled at once.
+const MaxConcurrentReconciles = 4
+
 // Reconciler reconciles NodePools.
 type Reconciler struct {
 	Client client.Client
@@ -85,6 +89,9 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodepool").
+		// A pass may wait on a hosted API server that hangs (up to its
+		// request timeout): pools of other clusters go on meanwhile.
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
 		For(&hyperv1.NodePool{}).
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.poolsOf)).
 		Complete(r)
@@ -143,6 +150,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
+		r.hosted.forget(types.NamespacedName{Namespace: np.Namespace, Name: np.Spec.ClusterName})
 		message := fmt.Sprintf("HostedCluster %s/%s does not exist: create it (hypershift create cluster none %s -n %s), or create the NodePool for an existing cluster",
 			np.Namespace, np.Spec.ClusterName, np.Spec.ClusterName, np.Namespace)
 		set(hyperv1.ValidHostedCluster, metav1.ConditionFalse, HostedClusterNotFoundReason, message)
@@ -172,6 +180,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
 	}
 	if !hc.DeletionTimestamp.IsZero() {
+		r.hosted.forget(types.NamespacedName{Namespace: hc.Namespace, Name: hc.Name})
 		return waiting("HostedCluster " + hc.Name + " is being deleted")
 	}
 	ns := &corev1.Namespace{}

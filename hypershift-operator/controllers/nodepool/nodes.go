@@ -40,19 +40,28 @@ const (
 // made again when its admin kubeconfig changes.
 type hostedClients struct {
 	mu sync.Mutex
-	m  map[types.UID]hostedClient
+	m  map[types.NamespacedName]hostedClient
 }
 
 type hostedClient struct {
+	uid    types.UID
 	hash   [sha256.Size]byte
 	client client.Client
+}
+
+// forget drops the client of a HostedCluster that is going or gone.
+func (h *hostedClients) forget(cluster types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, cluster)
 }
 
 func (h *hostedClients) get(hc *hyperv1.HostedCluster, kubeconfig []byte) (client.Client, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	hash := sha256.Sum256(kubeconfig)
-	if c, ok := h.m[hc.UID]; ok && c.hash == hash {
+	key := types.NamespacedName{Namespace: hc.Namespace, Name: hc.Name}
+	if c, ok := h.m[key]; ok && c.hash == hash && c.uid == hc.UID {
 		return c.client, nil
 	}
 	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
@@ -65,9 +74,9 @@ func (h *hostedClients) get(hc *hyperv1.HostedCluster, kubeconfig []byte) (clien
 		return nil, err
 	}
 	if h.m == nil {
-		h.m = map[types.UID]hostedClient{}
+		h.m = map[types.NamespacedName]hostedClient{}
 	}
-	h.m[hc.UID] = hostedClient{hash: hash, client: c}
+	h.m[key] = hostedClient{uid: hc.UID, hash: hash, client: c}
 	return c, nil
 }
 
