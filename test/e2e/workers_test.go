@@ -25,6 +25,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hack/images"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/internal/pods"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 )
@@ -242,6 +243,32 @@ func testNodeJoins(t *testing.T) {
 		}
 		return errors.New("the deleted pool's token is still in the hosted cluster")
 	})
+
+	// The audit log as witness: every write the NodePool side made in the
+	// management cluster (the pool's finalizer and status, its token and
+	// join Secret) came from the hypershift-operator's Lease holder.
+	var poolWrites []auditlog.Write
+	for _, w := range auditlog.Writes(auditEvents(t), auditlog.Query{Users: []string{hoUser}, SucceededOnly: true}) {
+		isPool := strings.HasPrefix(w.Resource, "nodepools") && w.Name == pool.Name
+		isPoolSecret := w.Resource == "secrets" && (w.Name == hyperv1.NodePoolJoinSecretName(pool.Name) || w.Name == hyperv1.NodePoolTokenSecretName(pool.Name))
+		isHOLease := w.Lease() && w.Name == hyperv1.HypershiftOperatorLeaseName
+		if isPool || isPoolSecret || isHOLease {
+			poolWrites = append(poolWrites, w)
+		}
+	}
+	var counted int
+	for _, w := range poolWrites {
+		if !w.Lease() {
+			counted++
+		}
+	}
+	if counted == 0 {
+		t.Error("no write of the NodePool side in the audit log: the holder check proves nothing")
+	}
+	if v := auditlog.OutsideHoldings(poolWrites, auditlog.ByPod); len(v) != 0 {
+		t.Errorf("NodePool writes outside the hypershift-operator's Lease holding: %v", v)
+	}
+	t.Logf("%d NodePool-side writes, all by the hypershift-operator's Lease holder", counted)
 }
 
 // testServiceByName runs, on the hosted cluster's worker node, what the
