@@ -119,26 +119,8 @@ func TestCreateWritesJoinMaterial(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t)
-	registry := releasetest.NewRegistry(t)
-	release, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
-	if err := env.Client.Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	startNodePoolController(t, releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())))
-	hc := &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
-		Spec: hyperv1.HostedClusterSpec{
-			Release: hyperv1.Release{Image: release}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
-		},
-	}
-	if err := env.Client.Create(t.Context(), hc); err != nil {
-		t.Fatal(err)
-	}
+	releases := startWithCluster(t, ns, "4.17.0")
+	release := releases[0]
 	// What the hypershift-operator has by then: the control-plane
 	// namespace and the admin kubeconfig's copy.
 	cpNamespace := hyperv1.ControlPlaneNamespace(ns, "demo")
@@ -214,6 +196,39 @@ func TestCreateWritesJoinMaterial(t *testing.T) {
 	}
 }
 
+// startWithCluster serves a release payload of each version, with the
+// pull secret that reads them in ns, runs the NodePool controller, and
+// creates HostedCluster demo in ns of the first payload; it returns the
+// payloads' pull specs, in order.
+func startWithCluster(t *testing.T, ns string, versions ...string) []string {
+	t.Helper()
+	registry := releasetest.NewRegistry(t)
+	var releases []string
+	for _, version := range versions {
+		image, _ := registry.PushRelease(t, "ocp-release:"+version, version, map[string]string{"hypershift": registry.Host() + "/hypershift:" + version})
+		releases = append(releases, image)
+	}
+	if err := env.Client.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startNodePoolController(t, releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())))
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release: hyperv1.Release{Image: releases[0]}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
+		},
+	}
+	if err := env.Client.Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	return releases
+}
+
 // startNodePoolController runs the hypershift-operator's NodePool
 // controller until the test ends.
 func startNodePoolController(t *testing.T, releases releaseinfo.Provider) {
@@ -253,25 +268,10 @@ func TestCreateRefusesANewerRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t)
-	registry := releasetest.NewRegistry(t)
-	current, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
-	newer, _ := registry.PushRelease(t, "ocp-release:4.18.0", "4.18.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.18.0"})
-	if err := env.Client.Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: registry.DockerConfigJSON("u", "p")},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	startNodePoolController(t, releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())))
-	hc := &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
-		Spec: hyperv1.HostedClusterSpec{
-			Release: hyperv1.Release{Image: current}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
-		},
-	}
-	if err := env.Client.Create(t.Context(), hc); err != nil {
+	releases := startWithCluster(t, ns, "4.17.0", "4.18.0")
+	current, newer := releases[0], releases[1]
+	hc := &hyperv1.HostedCluster{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo"}, hc); err != nil {
 		t.Fatal(err)
 	}
 	hc.Status.Version = &hyperv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.17.0", Image: current}}
