@@ -75,6 +75,8 @@ type Reconciler struct {
 	// hosted are clients of the hosted clusters, which the pools' nodes
 	// are counted in.
 	hosted hostedClients
+	// verdicts are the releases read for the pools.
+	verdicts releaseVerdicts
 }
 
 func (r *Reconciler) now() time.Time {
@@ -116,6 +118,9 @@ func (r *Reconciler) poolsOf(ctx context.Context, obj client.Object) []reconcile
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	np := &hyperv1.NodePool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, np); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.verdicts.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cpNamespace := hyperv1.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName)

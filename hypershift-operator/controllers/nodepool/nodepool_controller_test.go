@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -499,5 +500,82 @@ func assertNode(t *testing.T, name string, labels map[string]string, taints []st
 	slices.Sort(taints)
 	if !slices.Equal(got, taints) {
 		t.Errorf("node %s taints %v, want %v", name, got, taints)
+	}
+}
+
+// countingProvider counts the reads of release payloads.
+type countingProvider struct {
+	releaseinfo.Provider
+	lookups atomic.Int32
+}
+
+func (p *countingProvider) Lookup(ctx context.Context, pullSpec string, pullSecret []byte) (*releaseinfo.ReleaseImage, error) {
+	p.lookups.Add(1)
+	return p.Provider.Lookup(ctx, pullSpec, pullSecret)
+}
+
+// TestNodePoolReleaseReadOnce reads a pool's release once, not on every
+// pass (passes come every few seconds while nodes join), again once
+// ReleaseRecheck has passed, and at once for a new release image.
+func TestNodePoolReleaseReadOnce(t *testing.T) {
+	ns := env.Namespace(t)
+	registry, releases := pushRelease(t, ns, "4.17.0", "4.16.0")
+	provider := &countingProvider{Provider: registry}
+	now := time.Now()
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: provider, Now: func() time.Time { return now }}
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release: hyperv1.Release{Image: releases[0]}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
+		},
+	}
+	if err := env.Client.Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	np := &hyperv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: "demo", Release: hyperv1.Release{Image: releases[0]},
+			Platform:   hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+			Management: hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+		},
+	}
+	if err := env.Client.Create(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	pass := func() {
+		t.Helper()
+		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(np)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(what string, want int32) {
+		t.Helper()
+		if got := provider.lookups.Load(); got != want {
+			t.Errorf("%s: %d reads of the release, want %d", what, got, want)
+		}
+	}
+	for range 3 {
+		pass()
+	}
+	expect("three passes", 1)
+	now = now.Add(ReleaseRecheck)
+	pass()
+	expect("a pass after ReleaseRecheck", 2)
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Release.Image = releases[1]
+	if err := env.Client.Update(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	pass()
+	expect("a pass with a new release image", 3)
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(t, np, hyperv1.ValidReleaseImage); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "4.16.0") {
+		t.Errorf("ValidReleaseImage: %+v, want True for 4.16.0", c)
 	}
 }

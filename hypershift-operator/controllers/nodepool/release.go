@@ -3,9 +3,12 @@ package nodepool
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,9 +37,57 @@ type releaseCheck struct {
 	valid bool
 }
 
+// ReleaseRecheck is how long a pool's release, once read, is taken as
+// read: the passes in between (every few seconds while nodes join) make no
+// request to the registry and read no pull secret. A new spec.release.image
+// is read at once.
+const ReleaseRecheck = 10 * time.Minute
+
+// releaseVerdicts remember, per NodePool, the version of the release image
+// last read for it.
+type releaseVerdicts struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]releaseVerdict
+}
+
+type releaseVerdict struct {
+	image, version string
+	at             time.Time
+}
+
+func (v *releaseVerdicts) get(pool types.NamespacedName, image string, now time.Time) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	got, ok := v.m[pool]
+	if !ok || got.image != image || now.Sub(got.at) >= ReleaseRecheck || now.Before(got.at) {
+		return "", false
+	}
+	return got.version, true
+}
+
+func (v *releaseVerdicts) put(pool types.NamespacedName, verdict releaseVerdict) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[types.NamespacedName]releaseVerdict{}
+	}
+	v.m[pool] = verdict
+}
+
+func (v *releaseVerdicts) forget(pool types.NamespacedName) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, pool)
+}
+
 // checkRelease reads the pool's release payload with the HostedCluster's
-// pull secret and sets ValidReleaseImage and SupportedVersionSkew.
+// pull secret (at most once per ReleaseRecheck for the same image) and sets
+// ValidReleaseImage and SupportedVersionSkew.
 func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, set func(string, metav1.ConditionStatus, string, string)) (releaseCheck, error) {
+	pool := types.NamespacedName{Namespace: np.Namespace, Name: np.Name}
+	if version, ok := r.verdicts.get(pool, np.Spec.Release.Image, r.now()); ok {
+		return r.judgeSkew(np, hc, version, set), nil
+	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
@@ -49,10 +100,19 @@ func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc 
 		set(hyperv1.ValidReleaseImage, metav1.ConditionFalse, releaseinfo.Reason(err), fmt.Sprintf("Failed to read release image %s: %v", np.Spec.Release.Image, err))
 		return releaseCheck{}, nil // a new spec, or the cluster's next change, starts the next pass
 	}
-	set(hyperv1.ValidReleaseImage, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("Release image %s is version %s", np.Spec.Release.Image, release.Version))
-	status, reason, message := skew(release.Version, hc.Status.Version)
+	// Only a payload that was read is remembered: a failure is read again
+	// on the next pass, once the user fixed the registry or the secret.
+	r.verdicts.put(pool, releaseVerdict{image: np.Spec.Release.Image, version: release.Version, at: r.now()})
+	return r.judgeSkew(np, hc, release.Version, set), nil
+}
+
+// judgeSkew sets ValidReleaseImage and SupportedVersionSkew for a pool
+// whose release is version.
+func (r *Reconciler) judgeSkew(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, version string, set func(string, metav1.ConditionStatus, string, string)) releaseCheck {
+	set(hyperv1.ValidReleaseImage, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("Release image %s is version %s", np.Spec.Release.Image, version))
+	status, reason, message := skew(version, hc.Status.Version)
 	set(hyperv1.SupportedVersionSkew, status, reason, message)
-	return releaseCheck{version: release.Version, valid: status != metav1.ConditionFalse}, nil
+	return releaseCheck{version: version, valid: status != metav1.ConditionFalse}
 }
 
 // skew judges a pool of version pool against its cluster: it may run the
