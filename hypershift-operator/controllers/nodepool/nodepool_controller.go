@@ -76,7 +76,7 @@ type Reconciler struct {
 	// are counted in.
 	hosted hostedClients
 	// verdicts are the releases read for the pools.
-	verdicts releaseVerdicts
+	verdicts keyed[releaseVerdict]
 }
 
 func (r *Reconciler) now() time.Time {

@@ -381,16 +381,7 @@ func TestNodePoolRelease(t *testing.T) {
 	provider, releases := pushRelease(t, ns, "4.18.0")
 	newer := releases[0]
 	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: provider}
-	hc := &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
-		Spec: hyperv1.HostedClusterSpec{
-			Release: hyperv1.Release{Image: newer}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
-		},
-	}
-	if err := env.Client.Create(t.Context(), hc); err != nil {
-		t.Fatal(err)
-	}
+	hc := createCluster(t, ns, newer)
 	hc.Status.Version = &hyperv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.17.0"}}
 	if err := env.Client.Status().Update(t.Context(), hc); err != nil {
 		t.Fatal(err)
@@ -503,6 +494,23 @@ func assertNode(t *testing.T, name string, labels map[string]string, taints []st
 	}
 }
 
+// createCluster creates HostedCluster demo of release image in ns, with
+// the pull secret pushRelease makes.
+func createCluster(t *testing.T, ns, image string) *hyperv1.HostedCluster {
+	t.Helper()
+	hc := &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release: hyperv1.Release{Image: image}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
+		},
+	}
+	if err := env.Client.Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
 // countingProvider counts the reads of release payloads.
 type countingProvider struct {
 	releaseinfo.Provider
@@ -523,16 +531,7 @@ func TestNodePoolReleaseReadOnce(t *testing.T) {
 	provider := &countingProvider{Provider: registry}
 	now := time.Now()
 	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: provider, Now: func() time.Time { return now }}
-	hc := &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
-		Spec: hyperv1.HostedClusterSpec{
-			Release: hyperv1.Release{Image: releases[0]}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
-			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
-		},
-	}
-	if err := env.Client.Create(t.Context(), hc); err != nil {
-		t.Fatal(err)
-	}
+	createCluster(t, ns, releases[0])
 	np := &hyperv1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
 		Spec: hyperv1.NodePoolSpec{

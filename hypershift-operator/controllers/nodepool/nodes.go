@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,8 +38,7 @@ const (
 // hostedClients are clients of the hosted clusters, by HostedCluster,
 // made again when its admin kubeconfig changes.
 type hostedClients struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]hostedClient
+	keyed[hostedClient]
 }
 
 type hostedClient struct {
@@ -49,19 +47,13 @@ type hostedClient struct {
 	client client.Client
 }
 
-// forget drops the client of a HostedCluster that is going or gone.
-func (h *hostedClients) forget(cluster types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.m, cluster)
-}
-
+// get returns the cluster's client, made from kubeconfig unless the one
+// made last is of the same kubeconfig and cluster. Two pools of a cluster
+// may make one each at once; the later is kept, the other used once.
 func (h *hostedClients) get(hc *hyperv1.HostedCluster, kubeconfig []byte) (client.Client, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	hash := sha256.Sum256(kubeconfig)
 	key := types.NamespacedName{Namespace: hc.Namespace, Name: hc.Name}
-	if c, ok := h.m[key]; ok && c.hash == hash && c.uid == hc.UID {
+	if c, ok := h.load(key); ok && c.hash == hash && c.uid == hc.UID {
 		return c.client, nil
 	}
 	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
@@ -73,10 +65,7 @@ func (h *hostedClients) get(hc *hyperv1.HostedCluster, kubeconfig []byte) (clien
 	if err != nil {
 		return nil, err
 	}
-	if h.m == nil {
-		h.m = map[types.NamespacedName]hostedClient{}
-	}
-	h.m[key] = hostedClient{uid: hc.UID, hash: hash, client: c}
+	h.store(key, hostedClient{uid: hc.UID, hash: hash, client: c})
 	return c, nil
 }
 

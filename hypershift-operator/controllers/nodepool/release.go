@@ -3,7 +3,6 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,41 +42,16 @@ type releaseCheck struct {
 // is read at once.
 const ReleaseRecheck = 10 * time.Minute
 
-// releaseVerdicts remember, per NodePool, the version of the release image
-// last read for it.
-type releaseVerdicts struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]releaseVerdict
-}
-
+// releaseVerdict is the version of the release image last read for a
+// pool, and when.
 type releaseVerdict struct {
 	image, version string
 	at             time.Time
 }
 
-func (v *releaseVerdicts) get(pool types.NamespacedName, image string, now time.Time) (string, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	got, ok := v.m[pool]
-	if !ok || got.image != image || now.Sub(got.at) >= ReleaseRecheck || now.Before(got.at) {
-		return "", false
-	}
-	return got.version, true
-}
-
-func (v *releaseVerdicts) put(pool types.NamespacedName, verdict releaseVerdict) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil {
-		v.m = map[types.NamespacedName]releaseVerdict{}
-	}
-	v.m[pool] = verdict
-}
-
-func (v *releaseVerdicts) forget(pool types.NamespacedName) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.m, pool)
+// fresh reports whether v still stands for image at now.
+func (v releaseVerdict) fresh(image string, now time.Time) bool {
+	return v.image == image && now.Sub(v.at) < ReleaseRecheck && !now.Before(v.at)
 }
 
 // checkRelease reads the pool's release payload with the HostedCluster's
@@ -85,8 +59,8 @@ func (v *releaseVerdicts) forget(pool types.NamespacedName) {
 // ValidReleaseImage and SupportedVersionSkew.
 func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, set func(string, metav1.ConditionStatus, string, string)) (releaseCheck, error) {
 	pool := types.NamespacedName{Namespace: np.Namespace, Name: np.Name}
-	if version, ok := r.verdicts.get(pool, np.Spec.Release.Image, r.now()); ok {
-		return r.judgeSkew(np, hc, version, set), nil
+	if v, ok := r.verdicts.load(pool); ok && v.fresh(np.Spec.Release.Image, r.now()) {
+		return r.judgeSkew(np, hc, v.version, set), nil
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
@@ -102,7 +76,7 @@ func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc 
 	}
 	// Only a payload that was read is remembered: a failure is read again
 	// on the next pass, once the user fixed the registry or the secret.
-	r.verdicts.put(pool, releaseVerdict{image: np.Spec.Release.Image, version: release.Version, at: r.now()})
+	r.verdicts.store(pool, releaseVerdict{image: np.Spec.Release.Image, version: release.Version, at: r.now()})
 	return r.judgeSkew(np, hc, release.Version, set), nil
 }
 
