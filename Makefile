@@ -8,6 +8,7 @@ BIN        := $(abspath bin)
 TOOLS_MOD  := hack/tools
 TOOLS_DEPS := $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum $(wildcard $(TOOLS_MOD)/cmd/*/main.go)
 COREDNS_MOD := $(TOOLS_MOD)/coredns
+CLUSTERAPI_MOD := $(TOOLS_MOD)/clusterapi
 
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT         := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -58,8 +59,8 @@ clean: ## Remove bin/ and the test cache.
 # Every binary is static (CGO_ENABLED=0), as the Dockerfile builds them: the
 # images hold no C library (hack/images).
 .PHONY: build
-build: ## Build hypershift, hypershift-operator and control-plane-operator into bin/.
-	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator
+build: ## Build hypershift, hypershift-operator, control-plane-operator and hypershift-machine into bin/.
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator ./machine
 
 IMG ?= quay.io/hypershift-le/hypershift:$(VERSION)
 
@@ -96,12 +97,18 @@ localbin: ## Build what the end-to-end tests run besides the product: a test-onl
 	CGO_ENABLED=0 go build -tags e2eunsafe -o $(BIN)/e2e/hypershift-operator-unsafe ./hypershift-operator
 
 .PHONY: testbin
-testbin: $(TESTBIN) $(BIN)/coredns ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy and CoreDNS from Go modules (skipped when built).
+testbin: $(TESTBIN) $(BIN)/coredns $(BIN)/cluster-api ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, CoreDNS and the cluster-api manager from Go modules (skipped when built).
 
 # CoreDNS, for the real nodes' cluster.local: a module of its own (see its go.mod).
 $(BIN)/coredns: $(COREDNS_MOD)/go.mod $(COREDNS_MOD)/go.sum $(COREDNS_MOD)/main.go
 	@echo "Building CoreDNS from Go modules (about 2 minutes the first time)..."
 	cd $(COREDNS_MOD) && CGO_ENABLED=0 go build -o $(BIN)/coredns .
+
+# The cluster-api manager the payload's cluster-api image runs: a module of
+# its own (see its go.mod).
+$(BIN)/cluster-api: $(CLUSTERAPI_MOD)/go.mod $(CLUSTERAPI_MOD)/go.sum
+	@echo "Building the cluster-api manager from Go modules (about 3 minutes the first time)..."
+	cd $(CLUSTERAPI_MOD) && CGO_ENABLED=0 go build -o $(BIN)/cluster-api sigs.k8s.io/cluster-api/core
 
 # One go build per binary, so that a cold build (17 minutes measured on 2
 # cores) says what it is doing; the Go build cache shares their packages.
@@ -138,6 +145,7 @@ generate: $(BIN)/controller-gen ## Generate deepcopy code and CRDs (api/crds), a
 	go mod tidy
 	cd $(TOOLS_MOD) && go mod tidy
 	cd $(COREDNS_MOD) && go mod tidy
+	cd $(CLUSTERAPI_MOD) && go mod tidy
 
 .PHONY: fmt
 fmt: ## Format the code with gofmt.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -59,22 +58,7 @@ func TestCreateRenderGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "create-nodepool-none.yaml")
-	if strings.EqualFold(os.Getenv(testutil.UpdateEnv), "true") {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("run with UPDATE=true to create the golden file: %v", err)
-	}
-	if diff := cmp.Diff(string(want), out); diff != "" {
-		t.Errorf("rendered NodePool differs (-golden +got):\n%s", diff)
-	}
+	testutil.CompareBytesWithGolden(t, "create-nodepool-none.yaml", []byte(out))
 }
 
 func TestCreateRefusesBadInput(t *testing.T) {

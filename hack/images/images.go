@@ -9,6 +9,7 @@ package images
 
 import (
 	"archive/tar"
+	"cmp"
 	"bytes"
 	"debug/elf"
 	"errors"
@@ -39,6 +40,11 @@ type Spec struct {
 	HostPrograms []HostProgram
 	// Entrypoint is what a container runs when it gives no command.
 	Entrypoint []string
+	// User is the user the image runs as; NonRoot when empty.
+	User string
+	// Files are further files, by their path in the image (without the
+	// leading /), each readable by all.
+	Files map[string]string
 }
 
 // Product is the image of the Dockerfile: every binary the project ships,
@@ -53,18 +59,44 @@ var Product = Spec{
 // hyperkube image holds the Kubernetes control-plane components (the
 // control-plane-operator runs them by path), hypershift is the product;
 // coredns and kube-proxy are what the control plane runs on the hosted
-// cluster's nodes.
+// cluster's nodes; cluster-api runs the machines of NodePools whose
+// machines the management cluster runs, machine is such a machine (the
+// node image, as OpenShift's payload names its operating system's), and
+// pod is the pause image its pod sandboxes run (OpenShift's name for it).
 var Payload = map[string]Spec{
-	"etcd":       {Programs: []string{"etcd"}, Entrypoint: []string{"/usr/bin/etcd"}},
-	"hyperkube":  {Programs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
-	"hypershift": Product,
-	"coredns":    {Programs: []string{"coredns"}, Entrypoint: []string{"/usr/bin/coredns"}},
-	"kube-proxy": KubeProxy,
+	"etcd":        {Programs: []string{"etcd"}, Entrypoint: []string{"/usr/bin/etcd"}},
+	"hyperkube":   {Programs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
+	"hypershift":  Product,
+	"coredns":     {Programs: []string{"coredns"}, Entrypoint: []string{"/usr/bin/coredns"}},
+	"kube-proxy":  KubeProxy,
+	"cluster-api": {Programs: []string{"cluster-api"}, Entrypoint: []string{"/usr/bin/cluster-api"}},
+	"machine":     Machine,
+	"pod":         Pause,
 }
 
 // KubeProxy is the image of the hosted clusters' kube-proxy: kube-proxy
 // and the iptables it programs the node's Service rules with.
 var KubeProxy = Spec{Programs: []string{"kube-proxy"}, HostPrograms: []HostProgram{IPTables}, Entrypoint: []string{"/usr/bin/kube-proxy"}}
+
+// Machine is the image of a machine of a NodePool of platform Pod: what a
+// node's operating system holds for Kubernetes (the kubelet, containerd and
+// runc, the CNI plugins, iptables and mount), and the machine's init,
+// hypershift-machine, which runs them. It runs as root: a machine is a
+// privileged Pod.
+var Machine = Spec{
+	Programs: []string{"hypershift-machine", "kubelet"},
+	HostPrograms: []HostProgram{
+		{Path: "/usr/bin/containerd"}, {Path: "/usr/bin/containerd-shim-runc-v2"}, {Path: "/usr/sbin/runc"},
+		{Path: "/usr/lib/cni/bridge"}, {Path: "/usr/lib/cni/host-local"}, {Path: "/usr/lib/cni/loopback"}, {Path: "/usr/lib/cni/portmap"},
+		IPTables, {Path: "/usr/bin/mount"}, {Path: "/usr/bin/umount"},
+	},
+	Entrypoint: []string{"/usr/bin/hypershift-machine", "run"},
+	User:       "0:0",
+	Files: map[string]string{
+		// What a Node's status.nodeInfo.osImage shows.
+		"etc/os-release": "NAME=\"Hypershift machine\"\nID=hypershift-machine\nPRETTY_NAME=\"Hypershift machine (containerd, runc, kubelet)\"\n",
+	},
+}
 
 // Pause is the image a node's pod sandboxes run.
 var Pause = Spec{Programs: []string{"pause"}, Entrypoint: []string{"/usr/bin/pause"}}
@@ -96,7 +128,7 @@ func Build(spec Spec, binDir string, labels map[string]string) (v1.Image, error)
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS, cfg.Created = "amd64", "linux", v1.Time{Time: epoch}
-	cfg.Config.User = NonRoot
+	cfg.Config.User = cmp.Or(spec.User, NonRoot)
 	cfg.Config.Entrypoint = slices.Clone(spec.Entrypoint)
 	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 	cfg.Config.WorkingDir = "/"
@@ -131,28 +163,33 @@ func rootfs(spec Spec, binDir string) ([]byte, error) {
 		}
 		w.file("usr/bin/"+program, 0o755, data)
 	}
+	files, links := map[string][]byte{}, map[string]string{}
 	if len(spec.HostPrograms) > 0 {
-		files, links, err := hostFiles(spec.HostPrograms)
-		if err != nil {
+		var err error
+		if files, links, err = hostFiles(spec.HostPrograms); err != nil {
 			return nil, err
 		}
-		dirs := map[string]bool{"etc/": true, "etc/ssl/": true, "etc/ssl/certs/": true, "usr/": true, "usr/bin/": true, "home/": true}
-		for _, name := range append(sortedKeys(files), sortedKeys(links)...) {
-			var parents []string
-			for d := filepath.Dir(name); d != "." && !dirs[d+"/"]; d = filepath.Dir(d) {
-				parents = append(parents, d+"/")
-				dirs[d+"/"] = true
-			}
-			for _, d := range slices.Backward(parents) {
-				w.dir(d, 0o755, 0)
-			}
+	}
+	modes := map[string]int64{}
+	for name, text := range spec.Files {
+		files[name], modes[name] = []byte(text), 0o644
+	}
+	dirs := map[string]bool{"etc/": true, "etc/ssl/": true, "etc/ssl/certs/": true, "usr/": true, "usr/bin/": true, "home/": true}
+	for _, name := range append(sortedKeys(files), sortedKeys(links)...) {
+		var parents []string
+		for d := filepath.Dir(name); d != "." && !dirs[d+"/"]; d = filepath.Dir(d) {
+			parents = append(parents, d+"/")
+			dirs[d+"/"] = true
 		}
-		for _, name := range sortedKeys(files) {
-			w.file(name, 0o755, files[name])
+		for _, d := range slices.Backward(parents) {
+			w.dir(d, 0o755, 0)
 		}
-		for _, name := range sortedKeys(links) {
-			w.symlink(name, links[name])
-		}
+	}
+	for _, name := range sortedKeys(files) {
+		w.file(name, cmp.Or(modes[name], 0o755), files[name])
+	}
+	for _, name := range sortedKeys(links) {
+		w.symlink(name, links[name])
 	}
 	if err := errors.Join(w.err, w.tw.Close()); err != nil {
 		return nil, fmt.Errorf("failed to write the layer: %w", err)

@@ -26,7 +26,15 @@ func CompareWithGolden(t *testing.T, name string, obj any) {
 	if err != nil {
 		t.Fatalf("failed to render %s as YAML: %v", name, err)
 	}
-	path := filepath.Join("testdata", name+".yaml")
+	CompareBytesWithGolden(t, name+".yaml", got)
+}
+
+// CompareBytesWithGolden compares got with the file testdata/<file> next to
+// the test, as CompareWithGolden does: for files that are not objects
+// (configuration files, command lines).
+func CompareBytesWithGolden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", file)
 	if strings.EqualFold(os.Getenv(UpdateEnv), "true") {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -41,6 +49,6 @@ func CompareWithGolden(t *testing.T, name string, obj any) {
 		t.Fatalf("failed to read golden file (run the test with %s=true to create it): %v", UpdateEnv, err)
 	}
 	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs from %s (run with %s=true to accept; -golden +got):\n%s", name, path, UpdateEnv, cmp.Diff(string(want), string(got)))
+		t.Errorf("%s differs from %s (run with %s=true to accept; -golden +got):\n%s", file, path, UpdateEnv, cmp.Diff(string(want), string(got)))
 	}
 }

@@ -1,0 +1,63 @@
+// Command hypershift-machine is the init of a machine of a NodePool of
+// platform Pod (package boot): it runs containerd and the kubelet inside
+// the machine's Pod, which join the hosted cluster as one of its nodes.
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/hypershift-le/hypershift/machine/boot"
+	"github.com/hypershift-le/hypershift/support/startup"
+	"github.com/hypershift-le/hypershift/support/version"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:          "hypershift-machine",
+		Short:        "Run a machine of a NodePool of platform Pod: containerd and a kubelet that joins the hosted cluster",
+		SilenceUsage: true,
+	}
+	root.AddCommand(runCommand(), version.NewCommand("hypershift-machine"))
+	if err := root.Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func runCommand() *cobra.Command {
+	var (
+		o       boot.Options
+		address string
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Bring the machine up and supervise containerd and the kubelet until SIGTERM",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if address != "" {
+				a, err := netip.ParseAddr(address)
+				if err != nil {
+					return fmt.Errorf("--address %q: %w", address, err)
+				}
+				o.Address = a
+			}
+			ctx := ctrl.SetupSignalHandler()
+			return boot.Run(ctx, ctrl.Log.WithName("machine"), o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Name, "name", "", "The machine's name: its Node's name in the hosted cluster.")
+	fs.StringVar(&address, "address", "", "The machine's address, where the hosted cluster reaches its kubelet.")
+	fs.StringVar(&o.ProviderID, "provider-id", "", "The provider ID the kubelet registers its Node with.")
+	fs.StringVar(&o.SandboxImage, "sandbox-image", "", "The pause image of the machine's pod sandboxes.")
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", nil, "Registry hosts reached over plain HTTP.")
+	fs.StringToStringVar(&o.NodeLabels, "node-labels", nil, "Labels the kubelet registers its Node with.")
+	fs.StringVar(&o.KubeletPath, "kubelet", "/usr/bin/kubelet", "The kubelet program.")
+	logging := startup.LoggingFlags(fs)
+	cmd.PreRun = func(*cobra.Command, []string) { startup.SetLogger(logging) }
+	return cmd
+}
