@@ -9,8 +9,8 @@ package images
 
 import (
 	"archive/tar"
-	"cmp"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
