@@ -1,6 +1,8 @@
 // Command hypershift-machine is the init of a machine of a NodePool of
-// platform Pod (package boot): it runs containerd and the kubelet inside
-// the machine's Pod, which join the hosted cluster as one of its nodes.
+// platform Pod (run, package boot): it runs containerd and the kubelet
+// inside the machine's Pod, which join the hosted cluster as one of its
+// nodes. On such machines, the hosted cluster's pod network runs it too
+// (pod-network, package podnetwork).
 package main
 
 import (
@@ -9,9 +11,11 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hypershift-le/hypershift/machine/boot"
+	"github.com/hypershift-le/hypershift/machine/podnetwork"
 	"github.com/hypershift-le/hypershift/support/startup"
 	"github.com/hypershift-le/hypershift/support/version"
 )
@@ -22,7 +26,7 @@ func main() {
 		Short:        "Run a machine of a NodePool of platform Pod: containerd and a kubelet that joins the hosted cluster",
 		SilenceUsage: true,
 	}
-	root.AddCommand(runCommand(), version.NewCommand("hypershift-machine"))
+	root.AddCommand(runCommand(), podNetworkCommand(), version.NewCommand("hypershift-machine"))
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}
@@ -57,6 +61,45 @@ func runCommand() *cobra.Command {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", nil, "Registry hosts reached over plain HTTP.")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", nil, "Labels the kubelet registers its Node with.")
 	fs.StringVar(&o.KubeletPath, "kubelet", "/usr/bin/kubelet", "The kubelet program.")
+	logging := startup.LoggingFlags(fs)
+	cmd.PreRun = func(*cobra.Command, []string) { startup.SetLogger(logging) }
+	return cmd
+}
+
+func podNetworkCommand() *cobra.Command {
+	var (
+		a              podnetwork.Agent
+		kubeconfig     string
+		clusterNetwork string
+	)
+	cmd := &cobra.Command{
+		Use:   "pod-network",
+		Short: "Keep this machine's part of the hosted cluster's pod network: pod subnet, VXLAN routes to the other machines, masquerade",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			prefix, err := netip.ParsePrefix(clusterNetwork)
+			if err != nil || !prefix.Addr().Is4() {
+				return fmt.Errorf("--cluster-network %q: want an IPv4 CIDR such as 10.132.0.0/14", clusterNetwork)
+			}
+			if a.NodeName == "" {
+				return fmt.Errorf("--node-name is required")
+			}
+			config, err := startup.LoadConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			if a.Client, err = kubernetes.NewForConfig(config); err != nil {
+				return err
+			}
+			a.ClusterNetwork, a.Log = prefix, ctrl.Log.WithName("pod-network")
+			return a.Run(ctrl.SetupSignalHandler())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "The hosted cluster's kubeconfig; in-cluster when empty.")
+	fs.StringVar(&a.NodeName, "node-name", os.Getenv("NODE_NAME"), "This machine's Node ($NODE_NAME).")
+	fs.StringVar(&clusterNetwork, "cluster-network", "", "The hosted cluster's pod network (its first clusterNetwork CIDR).")
+	fs.StringVar(&a.CNIConfigFile, "cni-config-file", podnetwork.CNIConfigFile, "Where the CNI configuration goes.")
 	logging := startup.LoggingFlags(fs)
 	cmd.PreRun = func(*cobra.Command, []string) { startup.SetLogger(logging) }
 	return cmd

@@ -61,8 +61,9 @@ var Product = Spec{
 // coredns and kube-proxy are what the control plane runs on the hosted
 // cluster's nodes; cluster-api runs the machines of NodePools whose
 // machines the management cluster runs, machine is such a machine (the
-// node image, as OpenShift's payload names its operating system's), and
-// pod is the pause image its pod sandboxes run (OpenShift's name for it).
+// node image, as OpenShift's payload names its operating system's), pod
+// is the pause image its pod sandboxes run (OpenShift's name for it), and
+// pod-network routes pods between such machines.
 var Payload = map[string]Spec{
 	"etcd":        {Programs: []string{"etcd"}, Entrypoint: []string{"/usr/bin/etcd"}},
 	"hyperkube":   {Programs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
@@ -72,6 +73,17 @@ var Payload = map[string]Spec{
 	"cluster-api": {Programs: []string{"cluster-api"}, Entrypoint: []string{"/usr/bin/cluster-api"}},
 	"machine":     Machine,
 	"pod":         Pause,
+	"pod-network": PodNetwork,
+}
+
+// PodNetwork is the image of the pod network's DaemonSet on machines of
+// platform Pod: hypershift-machine pod-network, and the iptables it
+// masquerades with. It runs as root, privileged, in the machine's network.
+var PodNetwork = Spec{
+	Programs:     []string{"hypershift-machine"},
+	HostPrograms: []HostProgram{IPTables},
+	Entrypoint:   []string{"/usr/bin/hypershift-machine", "pod-network"},
+	User:         "0:0",
 }
 
 // KubeProxy is the image of the hosted clusters' kube-proxy: kube-proxy
