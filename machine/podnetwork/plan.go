@@ -8,12 +8,14 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
 // NodeLabel marks, on a Node, a machine that joins the pod network: the
 // kubelet of a machine of platform Pod registers with it, and the
 // DaemonSet's node selector takes it.
-const NodeLabel = "hypershift.openshift.io/pod-network"
+const NodeLabel = hyperv1.PodNetworkNodeLabel
 
 // Names and sizes of the network's parts.
 const (

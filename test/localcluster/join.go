@@ -21,8 +21,10 @@ type JoinOptions struct {
 	// ClientCA verifies the joined cluster's kube-apiserver when it calls
 	// the kubelet (logs, exec).
 	ClientCA []byte
-	// Client is of the joined cluster: the Node is given its pod subnet
-	// with it (as node IPAM would) and watched until Ready.
+	// Client is of the joined cluster: the node takes the pod subnet that
+	// cluster's node IPAM gives its Node (a hosted cluster's
+	// kube-controller-manager allocates them from its cluster network),
+	// and is watched until Ready.
 	Client client.Client
 	// KubeletConfig is the joined cluster's part of the kubelet's
 	// configuration (a drop-in over the node's own), as a NodePool's join
@@ -44,7 +46,7 @@ func (c *Cluster) JoinNode(ctx context.Context, opts JoinOptions) (*nodes.Node, 
 		BinDir: c.opts.BinDir, CNIBinDir: cniBinDir,
 		BootstrapKubeconfig: opts.BootstrapKubeconfig, ClientCA: opts.ClientCA,
 		SandboxImage: c.Registry.Image("pause", "latest"), Registries: map[string]string{c.Registry.Host: "http://" + c.Registry.Host},
-		KubeletConfigDropIn: opts.KubeletConfig,
+		KubeletConfigDropIn: opts.KubeletConfig, PodCIDRFromCluster: true,
 	})
 	if err != nil {
 		return nil, err

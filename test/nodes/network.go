@@ -121,8 +121,7 @@ func inUse(line string, r netip.Prefix) string {
 }
 
 // attach creates node i's network namespace ns with its veth on the bridge,
-// its address and a default route through the host, and the host's route
-// to its pods.
+// its address and a default route through the host.
 func (n Network) attach(h *Host, i int, ns string) error {
 	h.keepNetnsDir()
 	if err := h.Run([]string{"ip", "netns", "del", ns}, "ip", "netns", "add", ns); err != nil {
@@ -147,8 +146,13 @@ func (n Network) attach(h *Host, i int, ns string) error {
 			return err
 		}
 	}
-	return h.Run([]string{"ip", "route", "del", n.PodCIDR(i).String()},
-		"ip", "route", "add", n.PodCIDR(i).String(), "via", n.NodeAddress(i).String(), "dev", n.Bridge)
+	return nil
+}
+
+// routePods is the host's route to node i's pods, in podCIDR.
+func (n Network) routePods(h *Host, i int, podCIDR netip.Prefix) error {
+	return h.Run([]string{"ip", "route", "del", podCIDR.String()},
+		"ip", "route", "add", podCIDR.String(), "via", n.NodeAddress(i).String(), "dev", n.Bridge)
 }
 
 // keepNetnsDir records, for Close, that /run/netns goes back to what it is

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,12 @@ type Options struct {
 	// (kubelet --config-dir): what the cluster a node joins sets, as a
 	// NodePool's join material holds it.
 	KubeletConfigDropIn []byte
+	// PodCIDRFromCluster takes the node's pod subnet from the cluster,
+	// whose node IPAM gives every Node one (a hosted cluster's
+	// kube-controller-manager does), instead of giving the Node the
+	// network's PodCIDR(Index). The node's pods are routed to it only once
+	// the subnet is known.
+	PodCIDRFromCluster bool
 }
 
 // Node is a running node.
@@ -90,6 +97,9 @@ type Node struct {
 	// Started is when its first process (containerd) was started, Ready
 	// when the API server first showed it Ready.
 	Started, Ready time.Time
+	// PodCIDR is the node's pod subnet; unset until the cluster gave it
+	// (PodCIDRFromCluster).
+	PodCIDR netip.Prefix
 }
 
 // step is one named step of bringing a node up.
@@ -103,13 +113,21 @@ type step struct {
 // changes on the host is undone by h.Close.
 func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, error) {
 	n := &Node{opts: opts, Name: opts.Name, Namespace: "hs-" + opts.Name, Address: opts.Network.NodeAddress(opts.Index).String()}
+	podSubnet := step{"give the Node its pod subnet", func(ctx context.Context, _ *Host) error { return n.setPodCIDR(ctx, c) }}
+	if opts.PodCIDRFromCluster {
+		podSubnet = step{"take the pod subnet the cluster gave the Node", func(ctx context.Context, _ *Host) error { return n.takePodCIDR(ctx, c) }}
+	} else {
+		n.PodCIDR = opts.Network.PodCIDR(opts.Index)
+	}
 	steps := []step{
 		{"check the host", func(context.Context, *Host) error { return CheckHost(opts.BinDir, opts.CNIBinDir) }},
 		{"attach the network", func(_ context.Context, h *Host) error { return opts.Network.attach(h, opts.Index, n.Namespace) }},
 		{"write the configuration", n.writeFiles},
 		{"start containerd", func(ctx context.Context, h *Host) error { n.Started = time.Now(); return n.startContainerd(ctx, h) }},
 		{"start the kubelet", n.startKubelet},
-		{"give the Node its pod subnet", func(ctx context.Context, _ *Host) error { return n.setPodCIDR(ctx, c) }},
+		podSubnet,
+		{"route the pods to the node", func(_ context.Context, h *Host) error { return opts.Network.routePods(h, opts.Index, n.PodCIDR) }},
+		{"write the pod network's configuration", n.writeCNIConfig},
 		{"start kube-proxy", n.startKubeProxy},
 		{"wait until Ready", func(ctx context.Context, _ *Host) error { return n.awaitReady(ctx, c, 60*time.Second) }},
 	}
@@ -126,7 +144,7 @@ func Start(ctx context.Context, h *Host, c client.Client, opts Options) (*Node, 
 func (n *Node) values() map[string]any {
 	return map[string]any{
 		"Name": n.opts.Name, "Dir": n.opts.Dir, "RunDir": n.opts.RunDir, "Address": n.Address,
-		"PodCIDR": n.opts.Network.PodCIDR(n.opts.Index).String(), "CgroupRoot": n.cgroupRoot(),
+		"PodCIDR": podCIDR(n.PodCIDR), "CgroupRoot": n.cgroupRoot(),
 		"SandboxImage": n.opts.SandboxImage, "CNIBinDir": n.opts.CNIBinDir, "Registries": n.opts.Registries,
 		"PodSubnets": n.opts.Network.PodSubnets.String(), "ClusterDNS": n.opts.ClusterDNS,
 		"Bootstrap": n.opts.BootstrapKubeconfig != nil,
@@ -143,17 +161,12 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 		h.record("directory "+dir, func() error { return os.RemoveAll(dir) })
 	}
 	files := map[string]string{
-		"containerd.toml":       containerdConfig,
-		"kubelet.yaml":          kubeletConfig,
-		"cni/10-nodes.conflist": cniConfig,
-		"kube-proxy.yaml":       kubeProxyConfig,
+		"containerd.toml": containerdConfig,
+		"kubelet.yaml":    kubeletConfig,
+		"kube-proxy.yaml": kubeProxyConfig,
 	}
 	for name, text := range files {
-		var b bytes.Buffer
-		if err := template.Must(template.New(name).Option("missingkey=error").Parse(text)).Execute(&b, n.values()); err != nil {
-			return fmt.Errorf("failed to fill %s: %w", name, err)
-		}
-		if err := writeFile(filepath.Join(n.opts.Dir, name), b.Bytes()); err != nil {
+		if err := n.writeTemplate(name, text); err != nil {
 			return err
 		}
 	}
@@ -175,6 +188,31 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 		}
 	}
 	return writeFile(filepath.Join(n.opts.Dir, "pki", "ca.crt"), n.opts.ClientCA)
+}
+
+// writeTemplate fills the configuration template text and writes it to
+// the node's file name.
+func (n *Node) writeTemplate(name, text string) error {
+	var b bytes.Buffer
+	if err := template.Must(template.New(name).Option("missingkey=error").Parse(text)).Execute(&b, n.values()); err != nil {
+		return fmt.Errorf("failed to fill %s: %w", name, err)
+	}
+	return writeFile(filepath.Join(n.opts.Dir, name), b.Bytes())
+}
+
+// writeCNIConfig writes the CNI configuration of the node's pod subnet,
+// once it is known: containerd loads it, and the kubelet reports the
+// network ready.
+func (n *Node) writeCNIConfig(context.Context, *Host) error {
+	return n.writeTemplate("cni/10-nodes.conflist", cniConfig)
+}
+
+// podCIDR prints a pod subnet, "" when unset.
+func podCIDR(p netip.Prefix) string {
+	if !p.IsValid() {
+		return ""
+	}
+	return p.String()
 }
 
 // kubeletConfigDir holds the drop-ins over the kubelet's configuration.
@@ -303,7 +341,7 @@ func (n *Node) startKubeProxy(_ context.Context, h *Host) error {
 // configuration allocates from, as kube-controller-manager's node IPAM
 // would: kubectl get nodes shows it, kube-proxy reads it.
 func (n *Node) setPodCIDR(ctx context.Context, c client.Client) error {
-	cidr := n.opts.Network.PodCIDR(n.opts.Index).String()
+	cidr := n.PodCIDR.String()
 	return waitFor(ctx, 30*time.Second, func() error {
 		node := &corev1.Node{}
 		if err := c.Get(ctx, client.ObjectKey{Name: n.opts.Name}, node); err != nil {
@@ -315,6 +353,26 @@ func (n *Node) setPodCIDR(ctx context.Context, c client.Client) error {
 		patch := client.MergeFrom(node.DeepCopy())
 		node.Spec.PodCIDR, node.Spec.PodCIDRs = cidr, []string{cidr}
 		return c.Patch(ctx, node, patch)
+	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
+}
+
+// takePodCIDR waits until the cluster gave the registered Node its pod
+// subnet, and takes it.
+func (n *Node) takePodCIDR(ctx context.Context, c client.Client) error {
+	return waitFor(ctx, 30*time.Second, func() error {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: n.opts.Name}, node); err != nil {
+			return err
+		}
+		if node.Spec.PodCIDR == "" {
+			return errors.New("the Node has no spec.podCIDR yet (does the cluster's kube-controller-manager allocate node CIDRs?)")
+		}
+		cidr, err := netip.ParsePrefix(node.Spec.PodCIDR)
+		if err != nil {
+			return err
+		}
+		n.PodCIDR = cidr
+		return nil
 	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
 }
 

@@ -82,6 +82,8 @@ type ClusterNetworking struct {
 }
 
 // ClusterNetworkEntry is one range of Pod addresses.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.hostPrefix) || self.hostPrefix == 0 || !isCIDR(self.cidr) || (self.hostPrefix > cidr(self.cidr).prefixLength() && self.hostPrefix <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))",message="hostPrefix must be longer than the cidr's prefix (each node gets a part of the range) and at most 32 for IPv4, 128 for IPv6",fieldPath=.hostPrefix
 type ClusterNetworkEntry struct {
 	// cidr is the range in CIDR notation, for example 10.132.0.0/14.
 	//
@@ -91,7 +93,8 @@ type ClusterNetworkEntry struct {
 	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="must be a network address, with no host bits set (for example 10.132.0.0/14, not 10.132.0.1/14)"
 	CIDR string `json:"cidr"`
 
-	// hostPrefix is the prefix length of the range each node gets.
+	// hostPrefix is the prefix length of the range each node gets
+	// (spec.podCIDR): 24 for IPv4 and 64 for IPv6 when unset.
 	//
 	// +optional
 	// +kubebuilder:validation:Minimum=0

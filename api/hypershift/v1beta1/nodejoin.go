@@ -55,3 +55,10 @@ func NodePoolTokenSecretName(pool string) string { return "token-" + pool }
 // NodePoolJoinSecretName names the Secret, in the NodePool's namespace,
 // that holds what a machine of platform None needs to join.
 func NodePoolJoinSecretName(pool string) string { return pool + "-join" }
+
+// PodNetworkNodeLabel marks, on a Node, a machine that joins the hosted
+// cluster's own pod network (VXLAN between machines, masquerade out of it):
+// the machines of platform Pod register with it set to "true", and the
+// pod network's DaemonSet, which the control-plane-operator installs in
+// the hosted cluster, runs on such Nodes only.
+const PodNetworkNodeLabel = "hypershift.openshift.io/pod-network"

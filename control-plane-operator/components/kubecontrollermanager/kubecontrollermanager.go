@@ -7,10 +7,12 @@
 package kubecontrollermanager
 
 import (
+	"fmt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"net/netip"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
@@ -107,6 +109,36 @@ func args(hcp *hyperv1.HostedControlPlane, replicas int32) []string {
 	)
 	a = append(a, component.LeaderElection(replicas)...)
 	a = append(a, component.Flag("cluster-cidr", component.ClusterNetwork(hcp))...)
+	a = append(a, nodeCIDRArgs(hcp)...)
 	a = append(a, component.Flag("service-cluster-ip-range", component.ServiceNetwork(hcp))...)
 	return append(a, component.Flag("feature-gates", component.FeatureGates(hcp))...)
+}
+
+// nodeCIDRArgs make the node IPAM controller give each Node its pod
+// subnet (spec.podCIDR) from the cluster network, of the first network's
+// hostPrefix of each family (24 for IPv4 and 64 for IPv6 when unset), as
+// kubeadm's clusters do: the pod network of the machines of platform Pod
+// routes by it, and kube-proxy tells local traffic by it.
+func nodeCIDRArgs(hcp *hyperv1.HostedControlPlane) []string {
+	if len(hcp.Spec.Networking.ClusterNetwork) == 0 {
+		return nil
+	}
+	args := []string{"--allocate-node-cidrs=true"}
+	seen := map[bool]bool{}
+	for _, n := range hcp.Spec.Networking.ClusterNetwork {
+		prefix, err := netip.ParsePrefix(n.CIDR)
+		if err != nil || seen[prefix.Addr().Is4()] {
+			continue
+		}
+		seen[prefix.Addr().Is4()] = true
+		size, family := int32(64), "ipv6"
+		if prefix.Addr().Is4() {
+			size, family = 24, "ipv4"
+		}
+		if n.HostPrefix > 0 {
+			size = n.HostPrefix
+		}
+		args = append(args, fmt.Sprintf("--node-cidr-mask-size-%s=%d", family, size))
+	}
+	return args
 }

@@ -33,6 +33,9 @@ type DataPlaneInputs struct {
 	HostedControlPlane *hyperv1.HostedControlPlane
 	// KubeProxyImage and CoreDNSImage are the release payload's.
 	KubeProxyImage, CoreDNSImage string
+	// PodNetworkImage is the release payload's pod network of machines
+	// of platform Pod; none when the payload names none.
+	PodNetworkImage string
 }
 
 // DataPlane are what the hosted cluster's nodes need to be useful, in the
@@ -41,7 +44,8 @@ type DataPlaneInputs struct {
 // at the published endpoint, so it reconciles no endpoint of its own);
 // kube-proxy on every node, which reaches the kube-apiserver there too;
 // and CoreDNS behind the kube-dns Service at the cluster's DNS address
-// (hostednetwork.DNSAddress, which the NodePools' kubelets are given).
+// (hostednetwork.DNSAddress, which the NodePools' kubelets are given);
+// the pod network of the machines of platform Pod (podnetwork.go).
 func DataPlane(in DataPlaneInputs) ([]client.Object, error) {
 	hcp := in.HostedControlPlane
 	endpoint := hcp.Status.ControlPlaneEndpoint
@@ -61,7 +65,12 @@ func DataPlane(in DataPlaneInputs) ([]client.Object, error) {
 		objects = append(objects, kubernetesEndpoint(addr, endpoint.Port))
 	}
 	objects = append(objects, kubeProxy(in, endpoint)...)
-	return append(objects, coreDNS(in.CoreDNSImage, dns)...), nil
+	objects = append(objects, coreDNS(in.CoreDNSImage, dns)...)
+	podNetwork, err := podNetwork(in, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return append(objects, podNetwork...), nil
 }
 
 func meta(namespace, name string, labels map[string]string) metav1.ObjectMeta {
@@ -106,23 +115,6 @@ const (
 func kubeProxy(in DataPlaneInputs, endpoint *hyperv1.APIEndpoint) []client.Object {
 	labels := map[string]string{"k8s-app": kubeProxyName}
 	ns := metav1.NamespaceSystem
-	server := "https://" + net.JoinHostPort(endpoint.Host, strconv.Itoa(int(endpoint.Port)))
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: hosted
-  cluster:
-    server: %s
-    certificate-authority: %s/ca.crt
-users:
-- name: kube-proxy
-  user:
-    tokenFile: %s/token
-contexts:
-- name: kube-proxy
-  context: {cluster: hosted, user: kube-proxy}
-current-context: kube-proxy
-`, server, serviceAccountDir, serviceAccountDir)
 	config := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -190,7 +182,7 @@ conntrack:
 		&corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: meta(ns, kubeProxyName, labels),
-			Data:       map[string]string{"config.conf": config, "kubeconfig.conf": kubeconfig},
+			Data:       map[string]string{"config.conf": config, "kubeconfig.conf": endpointKubeconfig(endpoint, kubeProxyName)},
 		},
 		ds,
 	}
@@ -296,6 +288,29 @@ func coreDNS(image string, dns netip.Addr) []client.Object {
 		service,
 		deployment,
 	}
+}
+
+// endpointKubeconfig reaches the kube-apiserver at its published endpoint
+// as the pod's service account (its token and the cluster's CA, mounted):
+// what node-side pods use before Services work.
+func endpointKubeconfig(endpoint *hyperv1.APIEndpoint, user string) string {
+	server := "https://" + net.JoinHostPort(endpoint.Host, strconv.Itoa(int(endpoint.Port)))
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: hosted
+  cluster:
+    server: %s
+    certificate-authority: %s/ca.crt
+users:
+- name: %s
+  user:
+    tokenFile: %s/token
+contexts:
+- name: %s
+  context: {cluster: hosted, user: %s}
+current-context: %s
+`, server, serviceAccountDir, user, serviceAccountDir, user, user, user)
 }
 
 // serviceAccountBinding binds ClusterRole role to a service account.

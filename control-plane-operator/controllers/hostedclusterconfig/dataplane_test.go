@@ -3,6 +3,7 @@ package hostedclusterconfig
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,8 +31,9 @@ func TestDataPlaneFollowsTheReleaseAndTheEndpoint(t *testing.T) {
 	ns := env.Namespace(t)
 	registry := releasetest.NewRegistry(t)
 	refs := map[string]string{
-		KubeProxyImageTag: registry.Host() + "/kube-proxy@sha256:" + strings.Repeat("b1", 32),
-		CoreDNSImageTag:   registry.Host() + "/coredns@sha256:" + strings.Repeat("c2", 32),
+		KubeProxyImageTag:  registry.Host() + "/kube-proxy@sha256:" + strings.Repeat("b1", 32),
+		CoreDNSImageTag:    registry.Host() + "/coredns@sha256:" + strings.Repeat("c2", 32),
+		PodNetworkImageTag: registry.Host() + "/pod-network@sha256:" + strings.Repeat("d3", 32),
 	}
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", refs)
 	if err := env.Client.Create(t.Context(), &corev1.Secret{
@@ -87,7 +89,7 @@ func TestDataPlaneFollowsTheReleaseAndTheEndpoint(t *testing.T) {
 	if _, err := r.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
-	objects, err := DataPlane(DataPlaneInputs{HostedControlPlane: hcp, KubeProxyImage: refs[KubeProxyImageTag], CoreDNSImage: refs[CoreDNSImageTag]})
+	objects, err := DataPlane(DataPlaneInputs{HostedControlPlane: hcp, KubeProxyImage: refs[KubeProxyImageTag], CoreDNSImage: refs[CoreDNSImageTag], PodNetworkImage: refs[PodNetworkImageTag]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +126,22 @@ func TestDataPlaneFollowsTheReleaseAndTheEndpoint(t *testing.T) {
 		t.Errorf("CoreDNS runs %s, want the payload's %s", c.Image, refs[CoreDNSImageTag])
 	}
 
+	podNet := &appsv1.DaemonSet{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "pod-network"}, podNet); err != nil {
+		t.Fatal(err)
+	}
+	if spec := podNet.Spec.Template.Spec; spec.Containers[0].Image != refs[PodNetworkImageTag] || !spec.HostNetwork ||
+		spec.NodeSelector[hyperv1.PodNetworkNodeLabel] != "true" || !slices.Contains(spec.Containers[0].Command, "--cluster-network=10.132.0.0/14") {
+		t.Errorf("the pod network runs %s (hostNetwork %v) on %v with %v; want the payload's %s on the machines of platform Pod, on the cluster network",
+			spec.Containers[0].Image, spec.HostNetwork, spec.NodeSelector, spec.Containers[0].Command, refs[PodNetworkImageTag])
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "pod-network"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["kubeconfig.conf"], "server: https://192.0.2.10:31443") {
+		t.Errorf("the pod network's kubeconfig does not reach the published endpoint:\n%s", cm.Data["kubeconfig.conf"])
+	}
+
 	applier := apply.Applier{Client: r.hosted, FieldOwner: FieldOwner}
 	for _, obj := range objects {
 		if _, isSlice := obj.(*discoveryv1.EndpointSlice); isSlice {
@@ -133,6 +151,18 @@ func TestDataPlaneFollowsTheReleaseAndTheEndpoint(t *testing.T) {
 			t.Errorf("%T %s after a pass: sent=%v err=%v, want nothing to send", obj, obj.GetName(), sent, err)
 		}
 	}
+
+	t.Run("a payload without a pod network image gives no pod network", func(t *testing.T) {
+		objects, err := DataPlane(DataPlaneInputs{HostedControlPlane: hcp, KubeProxyImage: "k", CoreDNSImage: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range objects {
+			if obj.GetName() == "pod-network" {
+				t.Errorf("%T %s", obj, obj.GetName())
+			}
+		}
+	})
 
 	for _, host := range []string{"api.demo.example.com", "127.0.0.1"} {
 		t.Run("endpoint "+host+" gives the kubernetes Service no endpoint", func(t *testing.T) {

@@ -151,6 +151,7 @@ func (r *Reconciler) dataPlane(ctx context.Context, hcp *hyperv1.HostedControlPl
 			return nil, fmt.Errorf("release image %s names no %s image: the hosted cluster's nodes get no %s", hcp.Spec.ReleaseImage, tag, tag)
 		}
 	}
+	in.PodNetworkImage, _ = release.ComponentImage(PodNetworkImageTag)
 	return DataPlane(in)
 }
 
