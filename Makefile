@@ -9,6 +9,11 @@ TOOLS_MOD  := hack/tools
 TOOLS_DEPS := $(TOOLS_MOD)/go.mod $(TOOLS_MOD)/go.sum $(wildcard $(TOOLS_MOD)/cmd/*/main.go)
 COREDNS_MOD := $(TOOLS_MOD)/coredns
 CLUSTERAPI_MOD := $(TOOLS_MOD)/clusterapi
+# The CRDs of the kinds the cluster-api manager watches with the controllers
+# and feature gates the hypershift-operator runs it with.
+CLUSTERAPI_CRDS := cluster.x-k8s.io_clusters cluster.x-k8s.io_machines cluster.x-k8s.io_machinesets \
+  cluster.x-k8s.io_machinedeployments cluster.x-k8s.io_machinehealthchecks cluster.x-k8s.io_machinedrainrules \
+  addons.cluster.x-k8s.io_clusterresourcesets addons.cluster.x-k8s.io_clusterresourcesetbindings
 
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT         := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -142,6 +147,10 @@ generate: $(BIN)/controller-gen ## Generate deepcopy code and CRDs (api/crds), a
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=./api/crds
 	go run ./hack/crdbounds api/crds/hypershift.openshift.io_*.yaml
+	@# cluster-api's CRDs, as its module pins them (hack/tools/clusterapi).
+	@dir=$$(cd $(CLUSTERAPI_MOD) && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
+	  rm -rf api/crds/cluster-api && mkdir -p api/crds/cluster-api && \
+	  for crd in $(CLUSTERAPI_CRDS); do install -m 644 $$dir/core/config/crd/bases/$$crd.yaml api/crds/cluster-api/; done
 	go mod tidy
 	cd $(TOOLS_MOD) && go mod tidy
 	cd $(COREDNS_MOD) && go mod tidy

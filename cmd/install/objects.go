@@ -113,12 +113,18 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// CRDObjects are the CRDs and the admission policy that completes them.
+// CRDObjects are the CRDs, cluster-api's the NodePools of platform Pod
+// are made of included, and the admission policy that completes them.
 func CRDObjects() ([]client.Object, error) {
 	list, err := crds.CustomResourceDefinitions()
 	if err != nil {
 		return nil, err
 	}
+	capi, err := crds.ClusterAPICustomResourceDefinitions()
+	if err != nil {
+		return nil, err
+	}
+	list = append(list, capi...)
 	out := make([]client.Object, 0, len(list)+2)
 	for _, crd := range list {
 		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"

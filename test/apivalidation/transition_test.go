@@ -14,9 +14,10 @@ import (
 	"github.com/hypershift-le/hypershift/api/crds"
 )
 
-// TestImmutabilityRulesBehindEnums covers the immutability rules of fields
-// whose enum has a single value today (platform.type, etcd.managementType):
-// the API server refuses any other value by the enum before it evaluates the
+// TestImmutabilityRulesBehindEnums covers the immutability rules of enum
+// fields for values beyond the enum (platform.type, whose suites cover None
+// to Pod; etcd.managementType, whose enum has a single value today): the
+// API server refuses any other value by the enum before it evaluates the
 // rule, so the suites cannot reach the rule. Here the API server's own CEL
 // validator evaluates the rules of the generated CRD directly, ready for the
 // day a second value is added.

@@ -137,6 +137,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	capi, err := crds.ClusterAPICustomResourceDefinitions()
+	if err != nil {
+		return nil, err
+	}
+	crdList = append(crdList, capi...)
 	tempDir, err := os.MkdirTemp("", "testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)

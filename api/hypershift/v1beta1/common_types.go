@@ -35,7 +35,7 @@ const (
 
 // PlatformType names the infrastructure a hosted cluster's workers run on.
 //
-// +kubebuilder:validation:Enum=None
+// +kubebuilder:validation:Enum=None;Pod
 type PlatformType string
 
 const (
@@ -43,6 +43,12 @@ const (
 	// user. For a NodePool: you bring the machines; the operator publishes
 	// how they join.
 	NonePlatform PlatformType = "None"
+	// PodPlatform runs the workers for you, on the management cluster:
+	// each machine is a Pod there, in the control-plane namespace, running
+	// its own containerd and kubelet (as KubeVirt runs a VM in a Pod), made
+	// and replaced by cluster-api's MachineDeployments. A HostedCluster of
+	// this platform also takes NodePools of platform None.
+	PodPlatform PlatformType = "Pod"
 )
 
 // PlatformSpec describes the infrastructure of a hosted cluster.

@@ -104,6 +104,13 @@ type HostedControlPlaneStatus struct {
 	// +optional
 	Ready bool `json:"ready"`
 
+	// initialization is cluster-api's control plane contract: the
+	// HostedControlPlane is the control plane its Cluster references, for
+	// NodePools whose machines the management cluster runs.
+	//
+	// +optional
+	Initialization *ControlPlaneInitialization `json:"initialization,omitempty"`
+
 	// version is the release version every component runs, once a rollout
 	// completed.
 	//
@@ -136,6 +143,16 @@ type HostedControlPlaneStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
+// ControlPlaneInitialization says, to cluster-api, whether the control
+// plane came up.
+type ControlPlaneInitialization struct {
+	// controlPlaneInitialized is true once the control plane was available
+	// for the first time; it stays true.
+	//
+	// +optional
+	ControlPlaneInitialized *bool `json:"controlPlaneInitialized,omitempty"`
+}
+
 // HostedControlPlane is the control-plane-operator's view of one hosted
 // control plane. It lives in the control-plane namespace and has the name of
 // its HostedCluster.
@@ -143,6 +160,7 @@ type HostedControlPlaneStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=hostedcontrolplanes,shortName=hcp;hcps,scope=Namespaced
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1beta1"
 // +kubebuilder:printcolumn:name="Ready",type="boolean",JSONPath=".status.ready",description="Whether every component is available"
 // +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".status.version",description="Release version of the components"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"

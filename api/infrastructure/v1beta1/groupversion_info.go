@@ -1,0 +1,32 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the group and version of every type in this package.
+var GroupVersion = schema.GroupVersion{Group: "infrastructure.hypershift.openshift.io", Version: "v1beta1"}
+
+// ContractLabel, on a CRD, tells cluster-api which of its contracts the
+// kind keeps, by API version: this package's v1beta1 keeps cluster-api's
+// v1beta2 contract.
+const ContractLabel = "cluster.x-k8s.io/v1beta2"
+
+var (
+	// SchemeBuilder registers this package's types with a runtime.Scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds this package's types to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion,
+		&PodCluster{}, &PodClusterList{},
+		&PodMachine{}, &PodMachineList{},
+		&PodMachineTemplate{}, &PodMachineTemplateList{},
+	)
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}
