@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -18,6 +19,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedclusterconfig"
 	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/hostedcontrolplane"
+	"github.com/hypershift-le/hypershift/control-plane-operator/controllers/podmachine"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
@@ -50,6 +52,10 @@ type Options struct {
 	OperateOnReleaseImage string
 	// InsecureRegistries are registry hosts reached over plain HTTP.
 	InsecureRegistries []string
+	// Platform is the HostedControlPlane's platform (it cannot change):
+	// on Pod, the CPO also runs the machines of the NodePools (package
+	// podmachine).
+	Platform hyperv1.PlatformType
 }
 
 // DefaultOptions are the flags' defaults.
@@ -61,6 +67,7 @@ func DefaultOptions() Options {
 		Metrics:                 metricsserving.DefaultOptions(),
 		HealthProbeBindAddress:  fmt.Sprintf(":%d", hyperv1.HealthPort),
 		OperateOnReleaseImage:   os.Getenv(hyperv1.OperateOnReleaseImageEnv),
+		Platform:                hyperv1.NonePlatform,
 	}
 }
 
@@ -74,6 +81,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Metrics.AddFlags(fs)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
+	fs.StringVar((*string)(&o.Platform), "platform", string(o.Platform), "The HostedControlPlane's platform: None, or Pod (the CPO then runs the NodePools' machines as Pods).")
 }
 
 // Validate refuses options the CPO must not run with, its timings included:
@@ -86,6 +94,9 @@ func (o Options) Validate() error {
 	}
 	if o.HostedControlPlane == "" {
 		errs = append(errs, errors.New("--hosted-control-plane is required"))
+	}
+	if o.Platform != hyperv1.NonePlatform && o.Platform != hyperv1.PodPlatform {
+		errs = append(errs, fmt.Errorf("--platform %q: want None or Pod", o.Platform))
 	}
 	if o.LeaderElect {
 		if o.LeaderElectResourceName == "" {
@@ -111,6 +122,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Cache:                  hostedcontrolplane.CacheOptions(o.Namespace, o.HostedControlPlane),
 		Metrics:                o.Metrics.ServerOptions(),
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
+	}
+	if o.Platform == hyperv1.PodPlatform {
+		// Of the namespace's Pods, the machines' only.
+		opts.Cache.ByObject[&corev1.Pod{}] = podmachine.PodCache
 	}
 	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{
 		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: o.LeaderElectResourceName, Timings: o.Timings,
@@ -148,8 +163,19 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}); err != nil {
 		return fmt.Errorf("failed to set up the hosted cluster configuration controller: %w", err)
 	}
+	if o.Platform == hyperv1.PodPlatform {
+		// The machines are Pods of the management cluster: the fence sees
+		// every write.
+		machines := &podmachine.Reconciler{Client: fenced.Client(mgr.GetClient()), HostedControlPlane: o.HostedControlPlane, OperateOnReleaseImage: o.OperateOnReleaseImage}
+		infrastructure := &podmachine.ClusterReconciler{Client: fenced.Client(mgr.GetClient()), HostedControlPlane: o.HostedControlPlane}
+		if err := mgr.AddPerTerm(func(term manager.Manager) error {
+			return errors.Join(machines.SetupWithManager(term), infrastructure.SetupWithManager(term))
+		}); err != nil {
+			return fmt.Errorf("failed to set up the machine controllers: %w", err)
+		}
+	}
 	log.Info("Starting the control-plane-operator", "namespace", o.Namespace, "hostedControlPlane", o.HostedControlPlane, "leaderElect", o.LeaderElect,
-		"identity", identity, "lease", o.Namespace+"/"+o.LeaderElectResourceName, "operateOnReleaseImage", o.OperateOnReleaseImage)
+		"identity", identity, "lease", o.Namespace+"/"+o.LeaderElectResourceName, "operateOnReleaseImage", o.OperateOnReleaseImage, "platform", o.Platform)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("the control-plane-operator stopped: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
@@ -95,5 +97,7 @@ func (r *Reconciler) computeAvailability(s *scope, set func(string, bool, string
 		set(hyperv1.Available, false, "KubeAPIServerNotReady", "The kube-apiserver does not answer /readyz at "+kubeapiserver.URL(s.endpoint))
 	default:
 		set(hyperv1.Available, true, "AsExpected", "The kube-apiserver answers /readyz at "+kubeapiserver.URL(s.endpoint))
+		// cluster-api's contract: the control plane came up; it stays so.
+		hcp.Status.Initialization = &hyperv1.ControlPlaneInitialization{ControlPlaneInitialized: ptr.To(true)}
 	}
 }
