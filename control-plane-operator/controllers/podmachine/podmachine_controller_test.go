@@ -114,7 +114,9 @@ func (f *fixture) get(t *testing.T, obj client.Object, name string) error {
 	return env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, obj)
 }
 
-func ready(pm *infrav1.PodMachine) *metav1.Condition { return meta.FindStatusCondition(pm.Status.Conditions, "Ready") }
+func ready(pm *infrav1.PodMachine) *metav1.Condition {
+	return meta.FindStatusCondition(pm.Status.Conditions, "Ready")
+}
 
 func TestReconcile(t *testing.T) {
 	t.Run("a machine runs as its Pod once its Machine has bootstrap data, and reports its address", func(t *testing.T) {
