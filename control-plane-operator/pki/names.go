@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"slices"
 	"time"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -43,6 +44,22 @@ const (
 	HostedClusterConfigKubeconfigSecret = "hosted-cluster-config-kubeconfig"
 )
 
+// cluster-api's kubeconfig of a cluster: its Secret's name, key and label
+// are cluster-api's contract (its ClusterCache reads the workload cluster's
+// kubeconfig from <cluster>-kubeconfig, key value, and caches only Secrets
+// with the cluster-name label).
+const (
+	// ClusterAPIKubeconfigKey holds the kubeconfig.
+	ClusterAPIKubeconfigKey = "value"
+	// ClusterAPIClusterNameLabel names, on the Secret, its cluster-api Cluster.
+	ClusterAPIClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+)
+
+// ClusterAPIKubeconfigSecret names the Secret of cluster-api's kubeconfig
+// of its Cluster cluster: the cluster-api manager drains and deletes the
+// hosted cluster's Nodes with it.
+func ClusterAPIKubeconfigSecret(cluster string) string { return cluster + "-kubeconfig" }
+
 // Keys of the Secrets' data.
 const (
 	// CACertKey holds a PEM CA certificate: in a CA Secret, its own; in a
@@ -78,7 +95,17 @@ const (
 // CASecrets are the Secrets that hold a CA: never replaced once they exist.
 var CASecrets = []string{RootCASecret, EtcdSignerSecret}
 
-// Secrets are every Secret Plan may write, in the order it plans them.
+// SecretNames are every Secret Plan may write for in, in the order it
+// plans them.
+func SecretNames(in Inputs) []string {
+	if in.ClusterAPICluster == "" {
+		return Secrets
+	}
+	return append(slices.Clone(Secrets), ClusterAPIKubeconfigSecret(in.ClusterAPICluster))
+}
+
+// Secrets are the Secrets Plan writes for every control plane, in the
+// order it plans them.
 var Secrets = []string{
 	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
 	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,

@@ -35,6 +35,10 @@ const (
 	// HostedClusterConfigUser is the control-plane-operator's name in the
 	// hosted cluster, where it installs what nodes need.
 	HostedClusterConfigUser = "system:hypershift:hosted-cluster-config"
+	// ClusterAPIUser is the cluster-api manager's name in the hosted
+	// cluster, where it drains and deletes the Nodes of the machines it
+	// removes: a ClusterRole of the hosted cluster grants just that.
+	ClusterAPIUser = "system:hypershift:cluster-api"
 )
 
 // Names are the DNS names and IP addresses a certificate covers.
@@ -66,6 +70,10 @@ type Inputs struct {
 	// administrator's kubeconfig uses it. While it is empty, that kubeconfig
 	// is neither issued nor changed.
 	ExternalURL string
+	// ClusterAPICluster names the cluster-api Cluster of a control plane
+	// whose NodePools' machines cluster-api runs (platform Pod): its
+	// kubeconfig is issued, over the internal URL. None when empty.
+	ClusterAPICluster string
 }
 
 // Cause classifies why a Secret is written.
@@ -166,6 +174,15 @@ func Plan(in Inputs, live map[string]*corev1.Secret, now time.Time) (*Result, er
 			}
 			return p.kubeconfig(AdminKubeconfigSecret, root, names(AdminUser, []string{MastersGroup}, Names{}, client), in.ExternalURL)
 		},
+		func() error {
+			if in.ClusterAPICluster == "" {
+				return nil
+			}
+			return p.kubeconfigAt(kubeconfigSecret{
+				name: ClusterAPIKubeconfigSecret(in.ClusterAPICluster), key: ClusterAPIKubeconfigKey,
+				labels: map[string]string{ClusterAPIClusterNameLabel: in.ClusterAPICluster},
+			}, root, names(ClusterAPIUser, nil, Names{}, client), in.InternalURL)
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -232,15 +249,28 @@ func (p *planner) leaf(name string, ca *CA, spec certSpec) error {
 	return nil
 }
 
+// kubeconfigSecret is where a kubeconfig is kept: the Secret's name, the
+// key that holds it, and labels beside the PKI's.
+type kubeconfigSecret struct {
+	name, key string
+	labels    map[string]string
+}
+
 // kubeconfig keeps a kubeconfig Secret that is still right, and rewrites
 // it otherwise, re-issuing its certificate only when that is due.
 func (p *planner) kubeconfig(name string, ca *CA, spec certSpec, server string) error {
+	return p.kubeconfigAt(kubeconfigSecret{name: name, key: KubeconfigKey}, ca, spec, server)
+}
+
+// kubeconfigAt is kubeconfig, kept in at.
+func (p *planner) kubeconfigAt(at kubeconfigSecret, ca *CA, spec certSpec, server string) error {
+	name := at.name
 	var raw []byte
 	var content kubeconfigContent
 	var decodeErr error
 	s := p.live[name]
 	if s != nil {
-		raw = s.Data[KubeconfigKey]
+		raw = s.Data[at.key]
 		content, decodeErr = decodeKubeconfig(raw)
 	}
 	write, certPEM, keyPEM, err := p.certificate(s != nil, content.certPEM, content.keyPEM, spec, ca)
@@ -262,7 +292,8 @@ func (p *planner) kubeconfig(name string, ca *CA, spec certSpec, server string) 
 			return err
 		}
 	}
-	p.add(name, corev1.SecretTypeOpaque, map[string][]byte{KubeconfigKey: raw}, write)
+	p.add(name, corev1.SecretTypeOpaque, map[string][]byte{at.key: raw}, write)
+	maps.Copy(p.result.Secrets[len(p.result.Secrets)-1].Labels, at.labels)
 	return nil
 }
 

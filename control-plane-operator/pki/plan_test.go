@@ -486,3 +486,46 @@ func TestHash(t *testing.T) {
 		t.Error("different data with the same concatenation hashes the same")
 	}
 }
+
+// TestPlanClusterAPIKubeconfig: with a cluster-api Cluster, its kubeconfig
+// is planned where cluster-api reads it (<cluster>-kubeconfig, key value,
+// the cluster-name label), as the cluster-api user over the internal URL;
+// SecretNames lists it, so a second plan keeps it.
+func TestPlanClusterAPIKubeconfig(t *testing.T) {
+	in := testInputs()
+	in.ClusterAPICluster = "demo"
+	result := mustPlan(t, in, nil, t0)
+	var secret *corev1.Secret
+	for _, s := range result.Secrets {
+		if s.Name == "demo-kubeconfig" {
+			secret = s
+		}
+	}
+	if secret == nil {
+		t.Fatalf("no demo-kubeconfig among %v", writtenNames(result))
+	}
+	if secret.Labels[ClusterAPIClusterNameLabel] != "demo" || secret.Labels["hypershift.openshift.io/control-plane-component"] != "pki" {
+		t.Errorf("labels %v", secret.Labels)
+	}
+	content, err := decodeKubeconfig(secret.Data[ClusterAPIKubeconfigKey])
+	if err != nil {
+		t.Fatalf("key %s: %v", ClusterAPIKubeconfigKey, err)
+	}
+	cert, err := parseCert(content.certPEM)
+	if err != nil || cert.Subject.CommonName != ClusterAPIUser || len(cert.Subject.Organization) != 0 || content.server != in.InternalURL {
+		t.Errorf("certificate of %v (%v), server %s", cert.Subject, err, content.server)
+	}
+	names := SecretNames(in)
+	if diff := cmp.Diff(append(slices.Clone(allSecrets), "demo-kubeconfig"), names); diff != "" {
+		t.Errorf("SecretNames (-want +got):\n%s", diff)
+	}
+	live := map[string]*corev1.Secret{}
+	for name, s := range byName(result) {
+		if slices.Contains(names, name) {
+			live[name] = s
+		}
+	}
+	if again := mustPlan(t, in, live, t0); len(again.Writes) > 0 {
+		t.Errorf("a second plan writes %v", writtenNames(again))
+	}
+}

@@ -105,7 +105,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	applier := apply.Applier{Client: hosted, FieldOwner: FieldOwner}
 	var errs []error
-	for _, obj := range Objects() {
+	objects := Objects()
+	if hcp.Spec.Platform.Type == hyperv1.PodPlatform {
+		objects = append(objects, ClusterAPIObjects()...)
+	}
+	for _, obj := range objects {
 		if _, err := applier.Apply(ctx, obj); err != nil {
 			errs = append(errs, fmt.Errorf("failed to apply %T %s in the hosted cluster: %w", obj, obj.GetName(), err))
 		}

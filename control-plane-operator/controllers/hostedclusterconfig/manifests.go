@@ -32,6 +32,31 @@ func Objects() []client.Object {
 	}
 }
 
+// ClusterAPIObjects are what the cluster-api manager may do in the hosted
+// cluster of a control plane whose NodePools' machines it runs (platform
+// Pod): find a machine's Node (by providerID) and watch it, label, cordon
+// and delete it, and drain it: list its Pods, evict them, tell DaemonSet
+// Pods (which it leaves) and namespaces, and wait for volumes to detach.
+// Its health probe reads the API's root.
+func ClusterAPIObjects() []client.Object {
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: "hypershift:cluster-api", Labels: map[string]string{managedByLabel: FieldOwner}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments"}, Verbs: []string{"get", "list", "watch"}},
+			{NonResourceURLs: []string{"/"}, Verbs: []string{"get"}},
+		},
+	}
+	return []client.Object{
+		role,
+		binding(role.Name, role.Name, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: pki.ClusterAPIUser}),
+	}
+}
+
 // binding binds the ClusterRole role to subject, cluster-wide.
 func binding(name, role string, subject rbacv1.Subject) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{

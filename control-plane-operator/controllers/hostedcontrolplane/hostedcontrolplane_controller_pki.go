@@ -31,7 +31,7 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 		// The Services get their addresses soon.
 		return ctrl.Result{RequeueAfter: addressPoll}, nil
 	}
-	live, err := r.liveSecrets(ctx, s.hcp.Namespace, r.Client, pki.Secrets)
+	live, err := r.liveSecrets(ctx, s.hcp.Namespace, r.Client, pki.SecretNames(in))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -158,6 +158,9 @@ func pkiInputs(s *scope) (pki.Inputs, error) {
 	}
 	if s.endpoint != nil {
 		out.ExternalURL = kubeapiserver.URL(s.endpoint)
+	}
+	if hcp.Spec.Platform.Type == hyperv1.PodPlatform {
+		out.ClusterAPICluster = hcp.Name
 	}
 	return out, nil
 }
