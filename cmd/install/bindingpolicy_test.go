@@ -122,6 +122,21 @@ func TestInstalledPolicyConfinesOperatorClusterRoleBindings(t *testing.T) {
 			message: "it must have exactly one subject, ServiceAccount " + cp + "/control-plane-operator, not 2",
 		},
 		{
+			name: "when a cluster-api manager's binding grants the control-plane-operator's role, it is refused",
+			write: func() error {
+				return operator.Create(t.Context(), clusterRoleBinding(rbac.ClusterAPIBindingPrefix+cp, rbac.AuthDelegatorClusterRole,
+					rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: cp, Name: hyperv1.ClusterAPIName}))
+			},
+			message: "its roleRef must be ClusterRole " + rbac.ClusterAPIClusterRole + ", not ClusterRole " + rbac.AuthDelegatorClusterRole,
+		},
+		{
+			name: "when a cluster-api manager's binding names the control-plane-operator, it is refused",
+			write: func() error {
+				return operator.Create(t.Context(), clusterRoleBinding(rbac.ClusterAPIBindingPrefix+cp, rbac.ClusterAPIClusterRole, controlPlaneOperator(cp)))
+			},
+			message: "its subject must be ServiceAccount " + cp + "/cluster-api (the namespace its name says), not ServiceAccount " + cp + "/control-plane-operator",
+		},
+		{
 			name: "when it has no subject, it is refused",
 			write: func() error {
 				return operator.Create(t.Context(), clusterRoleBinding(prefixed, rbac.AuthDelegatorClusterRole))
@@ -151,24 +166,31 @@ func TestInstalledPolicyConfinesOperatorClusterRoleBindings(t *testing.T) {
 		}
 	}
 
-	t.Run("when it writes the binding it manages, it is allowed", func(t *testing.T) {
-		hc := &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"}}
-		want := render.ControlPlaneOperatorAuthDelegator(render.Inputs{HostedCluster: hc})
-		if want.Name != prefixed {
-			t.Fatalf("the operator renders %s, the test expects %s", want.Name, prefixed)
-		}
-		if err := operator.Create(t.Context(), want.DeepCopy()); err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(t.Context(), want) })
-		patch := client.MergeFrom(want.DeepCopy())
-		updated := want.DeepCopy()
-		updated.Labels["probe"] = "true"
-		if err := operator.Patch(t.Context(), updated, patch); err != nil {
-			t.Fatalf("patch: %v", err)
-		}
-		if err := operator.Delete(t.Context(), want.DeepCopy()); err != nil {
-			t.Fatalf("delete: %v", err)
-		}
-	})
+	hc := &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"}}
+	for _, want := range []*rbacv1.ClusterRoleBinding{
+		render.ControlPlaneOperatorAuthDelegator(render.Inputs{HostedCluster: hc}),
+		render.ClusterAPIClusterRoleBinding(render.Inputs{HostedCluster: hc}),
+	} {
+		t.Run("when it writes the binding "+want.Name+" it manages, it is allowed", func(t *testing.T) {
+			testManagedBinding(t, operator, want)
+		})
+	}
+}
+
+// testManagedBinding writes, as the operator, a binding it manages: a
+// create, a patch and a delete are allowed.
+func testManagedBinding(t *testing.T, operator client.Client, want *rbacv1.ClusterRoleBinding) {
+	if err := operator.Create(t.Context(), want.DeepCopy()); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), want) })
+	patch := client.MergeFrom(want.DeepCopy())
+	updated := want.DeepCopy()
+	updated.Labels["probe"] = "true"
+	if err := operator.Patch(t.Context(), updated, patch); err != nil {
+		t.Fatalf("patch: %v", err)
+	}
+	if err := operator.Delete(t.Context(), want.DeepCopy()); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
 }

@@ -198,8 +198,11 @@ func ResourceObjects(o Options) []client.Object {
 	}
 	metricsReader := rbac.MetricsReaderClusterRole()
 	metricsReader.Labels = labels
+	clusterAPI := rbac.ClusterAPIRole()
+	clusterAPI.Labels = labels
 	objects = append(objects,
 		metricsReader,
+		clusterAPI,
 		deployment(o, meta(true, name), selector),
 		metricsserving.Service(meta(true, name+"-metrics"), selector),
 	)

@@ -55,6 +55,10 @@ const (
 	ClusterAPIClusterNameLabel = "cluster.x-k8s.io/cluster-name"
 )
 
+// ClusterAPIWebhookSecret holds the serving certificate of the cluster-api
+// manager's webhook server (tls.crt, tls.key: its default file names).
+const ClusterAPIWebhookSecret = hyperv1.ClusterAPIWebhookSecretName
+
 // ClusterAPIKubeconfigSecret names the Secret of cluster-api's kubeconfig
 // of its Cluster cluster: the cluster-api manager drains and deletes the
 // hosted cluster's Nodes with it.
@@ -101,7 +105,7 @@ func SecretNames(in Inputs) []string {
 	if in.ClusterAPICluster == "" {
 		return Secrets
 	}
-	return append(slices.Clone(Secrets), ClusterAPIKubeconfigSecret(in.ClusterAPICluster))
+	return append(slices.Clone(Secrets), ClusterAPIWebhookSecret, ClusterAPIKubeconfigSecret(in.ClusterAPICluster))
 }
 
 // Secrets are the Secrets Plan writes for every control plane, in the

@@ -178,6 +178,12 @@ func Plan(in Inputs, live map[string]*corev1.Secret, now time.Time) (*Result, er
 			if in.ClusterAPICluster == "" {
 				return nil
 			}
+			return p.leaf(ClusterAPIWebhookSecret, root, names("cluster-api-webhook", nil, Names{DNSNames: []string{"localhost"}}, server))
+		},
+		func() error {
+			if in.ClusterAPICluster == "" {
+				return nil
+			}
 			return p.kubeconfigAt(kubeconfigSecret{
 				name: ClusterAPIKubeconfigSecret(in.ClusterAPICluster), key: ClusterAPIKubeconfigKey,
 				labels: map[string]string{ClusterAPIClusterNameLabel: in.ClusterAPICluster},

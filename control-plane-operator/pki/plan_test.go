@@ -516,7 +516,7 @@ func TestPlanClusterAPIKubeconfig(t *testing.T) {
 		t.Errorf("certificate of %v (%v), server %s", cert.Subject, err, content.server)
 	}
 	names := SecretNames(in)
-	if diff := cmp.Diff(append(slices.Clone(allSecrets), "demo-kubeconfig"), names); diff != "" {
+	if diff := cmp.Diff(append(slices.Clone(allSecrets), ClusterAPIWebhookSecret, "demo-kubeconfig"), names); diff != "" {
 		t.Errorf("SecretNames (-want +got):\n%s", diff)
 	}
 	live := map[string]*corev1.Secret{}

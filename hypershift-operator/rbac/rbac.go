@@ -5,10 +5,15 @@
 package rbac
 
 import (
+	"slices"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	infrav1 "github.com/hypershift-le/hypershift/api/infrastructure/v1beta1"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
@@ -35,22 +40,59 @@ var (
 // it), its HostedControlPlane (a finalizer, patched) and that object's
 // status, and events.
 func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
+	return slices.Clone(controlPlaneOperatorRules)
+}
+
+// PodPlatformControlPlaneOperatorRules are what a control-plane-operator of
+// platform Pod holds beyond ControlPlaneOperatorRules: it runs the NodePools'
+// machines (package podmachine): their Pods (made and deleted, never
+// updated), the PodMachines (finalizer and providerID patched, status) and
+// the PodCluster (status), reading the Machines that own them.
+func PodPlatformControlPlaneOperatorRules() []rbacv1.PolicyRule {
+	return append(ControlPlaneOperatorRules(),
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"podmachines", "podclusters"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"podmachines/status", "podclusters/status"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{clusterv1.GroupVersion.Group}, Resources: []string{"machines"}, Verbs: read},
+	)
+}
+
+// ClusterAPIRules are the permissions of a HostedCluster's cluster-api
+// manager (platform Pod) in its control-plane namespace: cluster-api's own
+// kinds, the infrastructure kinds it clones and owns, the
+// HostedControlPlane it references as its Cluster's control plane (owner
+// references and labels; deleted with the Cluster), the Secrets of the
+// hosted cluster's kubeconfig and of the machines' bootstrap data (read),
+// events, and its Lease (by name, but create).
+func ClusterAPIRules() []rbacv1.PolicyRule {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: readWrite},
-		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readWrite},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
-		// etcd's claims, to say why it does not start (never written: they
-		// hold the data).
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: read},
-		// The hosted control plane's PKI (watched, so a deleted Secret comes
-		// back; never deleted by the CPO: keys and the CA hold data).
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: applied},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "patch"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{clusterv1.GroupVersion.Group, "addons.cluster.x-k8s.io"}, Resources: []string{"*"}, Verbs: all},
+		{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"podclusters", "podmachines", "podmachinetemplates"}, Verbs: all},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ClusterAPILeaseName}},
 	}
+}
+
+// controlPlaneOperatorRules are ControlPlaneOperatorRules: a copy goes out.
+var controlPlaneOperatorRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: readWrite},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readWrite},
+	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
+	// etcd's claims, to say why it does not start (never written: they
+	// hold the data).
+	{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: read},
+	// The hosted control plane's PKI (watched, so a deleted Secret comes
+	// back; never deleted by the CPO: keys and the CA hold data).
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: applied},
+	{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"update"}},
+	{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 }
 
 // HypershiftOperatorRules are the HO's cluster-wide permissions: what it
@@ -108,13 +150,14 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// whatever the role holds. ClusterRoleBindingPolicy refuses every
 		// other binding, a delete included.
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{AuthDelegatorClusterRole}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{AuthDelegatorClusterRole, ClusterAPIClusterRole}},
 		// With --enable-monitoring, a ServiceMonitor per control-plane
 		// namespace (read by name, never listed). The ClusterRole is the
 		// same whether or not the flag is on.
 		{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: []string{"get", "create", "patch", "delete"}},
 	}
-	return append(own, ControlPlaneOperatorRules()...)
+	own = append(own, PodPlatformControlPlaneOperatorRules()...)
+	return append(own, ClusterAPIRules()...)
 }
 
 // FencingPolicyNames are the ValidatingAdmissionPolicies the operator
@@ -124,6 +167,24 @@ var FencingPolicyNames = []string{
 	"control-plane-operator-fencing.hypershift.openshift.io",
 	"control-plane-operator-lease-guard.hypershift.openshift.io",
 	"lease-param-keepalive.hypershift.openshift.io",
+}
+
+// ClusterAPIClusterRole is the ClusterRole `hypershift install` creates for
+// the cluster-api managers of HostedClusters of platform Pod: reading CRDs,
+// by which cluster-api learns which contract a referenced kind keeps. Each
+// manager gets it through a binding of its control-plane namespace
+// (ClusterAPIBindingPrefix).
+const ClusterAPIClusterRole = "hypershift-cluster-api"
+
+// ClusterAPIRole is ClusterAPIClusterRole.
+func ClusterAPIRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterAPIClusterRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: read},
+		},
+	}
 }
 
 // AuthDelegatorClusterRole is the built-in ClusterRole that allows

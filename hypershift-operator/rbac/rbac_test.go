@@ -7,10 +7,27 @@ import (
 	"k8s.io/component-helpers/auth/rbac/validation"
 )
 
-func TestHypershiftOperatorRulesCoverControlPlaneOperatorRules(t *testing.T) {
-	covers, missing := validation.Covers(HypershiftOperatorRules(), ControlPlaneOperatorRules())
-	if !covers {
-		t.Fatalf("the HO cannot grant rules it does not hold: %v", missing)
+func TestHypershiftOperatorRulesCoverTheRolesItGrants(t *testing.T) {
+	for name, rules := range map[string][]rbacv1.PolicyRule{
+		"the control-plane-operator's":                 ControlPlaneOperatorRules(),
+		"the control-plane-operator's of platform Pod": PodPlatformControlPlaneOperatorRules(),
+		"the cluster-api manager's":                    ClusterAPIRules(),
+	} {
+		if covers, missing := validation.Covers(HypershiftOperatorRules(), rules); !covers {
+			t.Errorf("the HO cannot grant %s rules, which it does not hold: %v", name, missing)
+		}
+	}
+}
+
+// TestOnlyPlatformPodRunsMachines: a control-plane-operator of platform
+// None may not make Pods; one of platform Pod may.
+func TestOnlyPlatformPodRunsMachines(t *testing.T) {
+	pods := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}
+	if covers, _ := validation.Covers(ControlPlaneOperatorRules(), pods); covers {
+		t.Error("a control-plane-operator of platform None may create Pods")
+	}
+	if covers, _ := validation.Covers(PodPlatformControlPlaneOperatorRules(), pods); !covers {
+		t.Error("a control-plane-operator of platform Pod may not create its machines' Pods")
 	}
 }
 
@@ -26,17 +43,22 @@ func TestCoverageCheckCanFail(t *testing.T) {
 	}
 }
 
-func TestControlPlaneOperatorLeaseRulesAreLeastPrivilege(t *testing.T) {
-	for _, rule := range ControlPlaneOperatorRules() {
-		if rule.Resources[0] != "leases" {
-			continue
-		}
-		for _, verb := range rule.Verbs {
-			if verb == "create" {
+func TestLeaseRulesAreLeastPrivilege(t *testing.T) {
+	for lease, rules := range map[string][]rbacv1.PolicyRule{
+		"control-plane-operator-leader-elect": PodPlatformControlPlaneOperatorRules(),
+		"controller-leader-election-capi":     ClusterAPIRules(),
+	} {
+		for _, rule := range rules {
+			if rule.Resources[0] != "leases" {
 				continue
 			}
-			if len(rule.ResourceNames) != 1 || rule.ResourceNames[0] != "control-plane-operator-leader-elect" {
-				t.Errorf("lease verb %q is not limited to the CPO Lease: %+v", verb, rule)
+			for _, verb := range rule.Verbs {
+				if verb == "create" {
+					continue
+				}
+				if len(rule.ResourceNames) != 1 || rule.ResourceNames[0] != lease {
+					t.Errorf("lease verb %q is not limited to Lease %s: %+v", verb, lease, rule)
+				}
 			}
 		}
 	}

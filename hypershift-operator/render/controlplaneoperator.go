@@ -32,12 +32,16 @@ func ControlPlaneOperatorServiceAccount(in Inputs) *corev1.ServiceAccount {
 }
 
 // ControlPlaneOperatorRole grants the CPO what it needs in its namespace,
-// its Lease included, and nothing more.
+// its Lease included, and nothing more: on platform Pod, the machines too.
 func ControlPlaneOperatorRole(in Inputs) *rbacv1.Role {
+	rules := rbac.ControlPlaneOperatorRules()
+	if in.HostedCluster.Spec.Platform.Type == hyperv1.PodPlatform {
+		rules = rbac.PodPlatformControlPlaneOperatorRules()
+	}
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
 		ObjectMeta: in.objectMeta(hyperv1.ControlPlaneOperatorName),
-		Rules:      rbac.ControlPlaneOperatorRules(),
+		Rules:      rules,
 	}
 }
 
@@ -74,6 +78,9 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 	}
 	args := []string{"--hosted-control-plane=" + in.HostedCluster.Name}
+	if platform := in.HostedCluster.Spec.Platform.Type; platform != hyperv1.NonePlatform {
+		args = append(args, "--platform="+string(platform))
+	}
 	if level, ok := in.HostedCluster.Annotations[hyperv1.ControlPlaneOperatorLogLevelAnnotation]; ok {
 		args = append(args, "--zap-log-level="+level)
 	}

@@ -8,13 +8,20 @@ import (
 )
 
 // Namespace is the control-plane namespace: labelled as one, and with Pod
-// Security "restricted" enforced, audited and warned.
+// Security "restricted" enforced, audited and warned. On platform Pod it
+// holds the machines, privileged Pods each (a node runs containers): Pod
+// Security "privileged" is enforced there, and "restricted" still audited
+// and warned, so that the audit log names every Pod beyond it.
 func Namespace(in Inputs) *corev1.Namespace {
 	meta := in.objectMeta(in.Namespace())
 	meta.Namespace = ""
+	enforce := "restricted"
+	if in.HostedCluster.Spec.Platform.Type == hyperv1.PodPlatform {
+		enforce = "privileged"
+	}
 	meta.Labels = map[string]string{
 		hyperv1.HostedControlPlaneLabel:              "true",
-		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce":         enforce,
 		"pod-security.kubernetes.io/enforce-version": "latest",
 		"pod-security.kubernetes.io/audit":           "restricted",
 		"pod-security.kubernetes.io/audit-version":   "latest",

@@ -34,6 +34,12 @@ type Inputs struct {
 	// InsecureRegistries are the registry hosts the HO reaches over plain
 	// HTTP: the CPO reads the same payloads from them.
 	InsecureRegistries []string
+	// ClusterAPIImage is the image of the cluster-api manager of a
+	// HostedCluster of platform Pod.
+	ClusterAPIImage string
+	// ClusterAPITimings are the cluster-api manager's leader-election
+	// timings, valid.
+	ClusterAPITimings config.Timings
 }
 
 // Validate refuses inputs the renderers must not turn into objects.
@@ -46,6 +52,9 @@ func (in Inputs) Validate() error {
 	}
 	if in.ControlPlaneOperatorImage == "" {
 		return fmt.Errorf("no control-plane-operator image: the release payload has no hypershift image, and neither the %s annotation nor --control-plane-operator-image names one", hyperv1.ControlPlaneOperatorImageAnnotation)
+	}
+	if in.HostedCluster.Spec.Platform.Type == hyperv1.PodPlatform && in.ClusterAPIImage == "" {
+		return fmt.Errorf("no cluster-api manager image, which platform Pod runs its machines with: the release payload has no cluster-api image, and the %s annotation names none", hyperv1.ClusterAPIManagerImageAnnotation)
 	}
 	if level, ok := in.HostedCluster.Annotations[hyperv1.ControlPlaneOperatorLogLevelAnnotation]; ok && !config.ValidLogLevel(level) {
 		return fmt.Errorf("annotation %s is %q: want debug, info, error or a verbosity from 1 up", hyperv1.ControlPlaneOperatorLogLevelAnnotation, level)

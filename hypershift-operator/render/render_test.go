@@ -69,6 +69,55 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+// podInputs are a HostedCluster of platform Pod's inputs.
+func podInputs() Inputs {
+	in := testInputs(hyperv1.SingleReplica)
+	in.HostedCluster.Spec.Platform.Type = hyperv1.PodPlatform
+	in.ClusterAPIImage = "registry.example.com/ocp/cluster-api@sha256:aaaabbbbccccddddeeeeffff0000111122223333444455556666777788889999"
+	in.ClusterAPITimings = config.ClusterAPITimings
+	return in
+}
+
+// TestRenderPodPlatformGolden compares what differs on platform Pod with
+// golden files: the namespace (Pod Security privileged, for the machines),
+// the control-plane-operator's Role and Deployment (it runs the machines),
+// and the cluster-api manager and Cluster.
+func TestRenderPodPlatformGolden(t *testing.T) {
+	in := podInputs()
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CompareWithGolden(t, "pod/namespace", Namespace(in))
+	testutil.CompareWithGolden(t, "pod/role", ControlPlaneOperatorRole(in))
+	testutil.CompareWithGolden(t, "pod/deployment", ControlPlaneOperatorDeployment(in))
+	objects := ClusterAPIObjects(in)
+	if len(objects) != 7 {
+		t.Fatalf("%d cluster-api objects", len(objects))
+	}
+	for _, obj := range objects {
+		testutil.CompareWithGolden(t, "pod/cluster-api-"+strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind), obj)
+	}
+	if objects := ClusterAPIObjects(testInputs(hyperv1.SingleReplica)); len(objects) != 0 {
+		t.Errorf("platform None runs a cluster-api manager: %v", objects)
+	}
+	in.ClusterAPIImage = ""
+	if err := in.Validate(); err == nil || !strings.Contains(err.Error(), "no cluster-api manager image") {
+		t.Errorf("platform Pod without a cluster-api image: %v", err)
+	}
+}
+
+func TestClusterAPIDeploymentIsRestricted(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ClusterAPIDeployment(podInputs())
+	results := evaluator.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
+	if agg := policy.AggregateCheckResults(results); !agg.Allowed {
+		t.Fatalf("the cluster-api manager's pod template violates Pod Security restricted: %s: %s", agg.ForbiddenReason(), agg.ForbiddenDetail())
+	}
+}
+
 func TestFencingPolicyGolden(t *testing.T) {
 	testutil.CompareWithGolden(t, "fencing-policy", FencingPolicy())
 }

@@ -42,6 +42,20 @@ var DefaultControlPlaneOperatorTimings = Timings{
 	RetryPeriod:   2 * time.Second,
 }
 
+// ClusterAPITimings are the timings of the cluster-api manager of a
+// HostedCluster of platform Pod. Its election is client-go's through
+// controller-runtime, whose leader renews every retry period (it has no
+// renew interval): 20s keeps it to three Lease writes a minute, as many as
+// HyperShift's 26s for the same manager, and a standby, were there one,
+// would lead within the 60s lease, as the control-plane-operator's does.
+var ClusterAPITimings = Timings{
+	LeaseDuration: 60 * time.Second,
+	RenewDeadline: 40 * time.Second,
+	RetryPeriod:   20 * time.Second,
+	// What client-go does: it renews every retry period.
+	RenewInterval: 20 * time.Second,
+}
+
 // DefaultHypershiftOperatorTimings are the hypershift-operator's timings.
 var DefaultHypershiftOperatorTimings = DefaultControlPlaneOperatorTimings
 

@@ -86,3 +86,13 @@ func TestLeaderElectionFlags(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", le, want)
 	}
 }
+
+func TestClusterAPITimingsAreValid(t *testing.T) {
+	if err := ClusterAPITimings.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// client-go renews every retry period: three writes a minute at most.
+	if perMinute := time.Minute / ClusterAPITimings.RetryPeriod; perMinute > 3 {
+		t.Errorf("the cluster-api manager renews its Lease %d times a minute", perMinute)
+	}
+}

@@ -250,3 +250,24 @@ func ControlPlaneNamespaceConflictMessage(cluster, ns, owner string) string {
 	return "Control-plane namespace " + ns + " belongs to HostedCluster " + owner + "; HostedCluster " + cluster +
 		" maps to the same namespace and cannot use it: choose another name or namespace"
 }
+
+// The cluster-api manager of a HostedCluster of platform Pod, which the
+// hypershift-operator runs in the control-plane namespace: it makes and
+// replaces the NodePools' machines (MachineDeployments of PodMachines).
+const (
+	// ClusterAPIName names its ServiceAccount, Role, RoleBinding and
+	// Deployment.
+	ClusterAPIName = "cluster-api"
+	// ClusterAPILeaseName is its Lease in the control-plane namespace
+	// (cluster-api's manager fixes the name).
+	ClusterAPILeaseName = "controller-leader-election-capi"
+	// ClusterAPIWebhookSecretName names the Secret, issued by the
+	// control-plane-operator's PKI, with the serving certificate of the
+	// webhook server the manager always starts (nothing calls it: the
+	// cluster-api CRDs are installed without webhooks).
+	ClusterAPIWebhookSecretName = "cluster-api-webhook-tls"
+	// ClusterAPIManagerImageAnnotation on a HostedCluster overrides the
+	// cluster-api manager image the release payload names (HyperShift's
+	// annotation).
+	ClusterAPIManagerImageAnnotation = "hypershift.openshift.io/capi-manager-image"
+)

@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,6 +26,7 @@ import (
 // The reasons of the teardown's events, one per step.
 const (
 	DeletingNodePoolsReason    = "DeletingNodePools"
+	DeletingClusterAPIReason   = "DeletingClusterAPICluster"
 	DeletingControlPlaneReason = "DeletingHostedControlPlane"
 	DeletingNamespaceReason    = "DeletingControlPlaneNamespace"
 	TornDownReason             = "TornDown"
@@ -105,6 +108,11 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 	if done, result, err := r.deleteNodePools(ctx, s); !done || err != nil {
 		return false, result, err
 	}
+	// Platform Pod: cluster-api's Cluster next, while its manager runs (the
+	// namespace's deletion would take the manager before its objects).
+	if done, result, err := r.deleteClusterAPICluster(ctx, s); !done || err != nil {
+		return false, result, err
+	}
 	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
 		return false, result, err
 	}
@@ -114,8 +122,12 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 	if err := r.deleteFencingBinding(ctx, s.namespace, s.key()); err != nil {
 		return false, ctrl.Result{}, err
 	}
-	// Cluster-scoped: the namespace's deletion would leave it behind.
+	// Cluster-scoped: the namespace's deletion would leave them behind.
 	if err := r.deleteAuthDelegator(ctx, s.namespace, s.key()); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: render.ClusterAPIBindingName(s.namespace)}}
+	if err := r.deleteClusterScoped(ctx, binding, "ClusterRoleBinding (the cluster-api manager's "+rbac.ClusterAPIClusterRole+" binding)", s.key()); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	return r.deleteNamespace(ctx, s)
@@ -155,6 +167,43 @@ func (r *Reconciler) deleteNodePools(ctx context.Context, s *scope) (bool, ctrl.
 	// A pool's deletion wakes the teardown (the NodePool watch); the poll
 	// bounds a missed event.
 	return false, ctrl.Result{RequeueAfter: teardownPoll}, nil
+}
+
+// deleteClusterAPICluster deletes the cluster's cluster-api Cluster
+// (platform Pod) and waits for it to go: its manager deletes what the
+// Cluster references (the HostedControlPlane, whose control-plane-operator
+// tears the control plane down, and the PodCluster), then lets it go. The
+// machines are gone already, with the NodePools. Should the Cluster stay
+// past the teardown timeout (no manager runs), the HO removes its
+// finalizers, says so in an event, and goes on: the HostedControlPlane is
+// deleted next anyway.
+func (r *Reconciler) deleteClusterAPICluster(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
+	cluster := &clusterv1.Cluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}, cluster); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return true, ctrl.Result{}, nil
+		}
+		return false, ctrl.Result{}, fmt.Errorf("failed to get the cluster-api Cluster: %w", err)
+	}
+	if cluster.DeletionTimestamp.IsZero() {
+		if err := r.Client.Delete(ctx, cluster); err != nil && !apierrors.IsNotFound(err) {
+			return false, ctrl.Result{}, fmt.Errorf("failed to delete the cluster-api Cluster: %w", err)
+		}
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, DeletingClusterAPIReason, "Teardown",
+			"Deleting cluster-api Cluster %s/%s: its manager deletes the HostedControlPlane and the PodCluster it references", cluster.Namespace, cluster.Name)
+		return false, ctrl.Result{RequeueAfter: teardownPoll}, nil
+	}
+	if waited := r.now().Sub(cluster.DeletionTimestamp.Time); waited < r.teardownTimeout() {
+		return false, ctrl.Result{RequeueAfter: min(teardownPoll, r.teardownTimeout()-waited)}, nil
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Finalizers = nil
+	if err := r.Client.Patch(ctx, cluster, patch); err != nil && !apierrors.IsNotFound(err) {
+		return false, ctrl.Result{}, fmt.Errorf("failed to remove the cluster-api Cluster's finalizers: %w", err)
+	}
+	r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ClusterAPIUnavailable", "ForceTeardown",
+		"No cluster-api manager let Cluster %s/%s go within %s; the hypershift-operator removed its finalizers and continues the teardown", cluster.Namespace, cluster.Name, r.teardownTimeout())
+	return false, ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
 // deleteAuthDelegator removes the CPO's auth-delegator ClusterRoleBinding

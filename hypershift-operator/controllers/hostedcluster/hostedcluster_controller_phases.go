@@ -22,10 +22,15 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/config"
 )
 
 // ControlPlaneOperatorImageTag is the release payload's tag for the CPO image.
 const ControlPlaneOperatorImageTag = "hypershift"
+
+// ClusterAPIImageTag is the release payload's tag for the cluster-api
+// manager image (platform Pod).
+const ClusterAPIImageTag = "cluster-api"
 
 // block reports a phase that stops the pass: conditionType False with
 // reason and message, Available and Progressing too while the control
@@ -161,6 +166,16 @@ func (r *Reconciler) controlPlaneOperatorImage(s *scope) string {
 	return r.DefaultControlPlaneOperatorImage
 }
 
+// clusterAPIImage picks the cluster-api manager's image: the annotation,
+// else the payload's; "" when neither names one.
+func clusterAPIImage(s *scope) string {
+	if image := s.hc.Annotations[hyperv1.ClusterAPIManagerImageAnnotation]; image != "" {
+		return image
+	}
+	image, _ := s.release.ComponentImage(ClusterAPIImageTag)
+	return image
+}
+
 // reconcileControlPlane applies, in order, every object of the control
 // plane. Inputs that cannot render (no CPO image) set
 // ValidConfiguration=False and are not retried until something changes; an
@@ -175,6 +190,8 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ControlPlaneOperatorImage:   r.controlPlaneOperatorImage(s),
 		ControlPlaneOperatorTimings: r.ControlPlaneOperatorTimings,
 		InsecureRegistries:          r.InsecureRegistries,
+		ClusterAPIImage:             clusterAPIImage(s),
+		ClusterAPITimings:           config.ClusterAPITimings,
 	}
 	if err := in.Validate(); err != nil {
 		// Only a change of the HostedCluster (which starts a pass) or of
@@ -208,6 +225,13 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	}
 	if _, err := applier.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {
 		return ctrl.Result{}, r.refusedOr(ctx, s, err)
+	}
+	// Platform Pod: the machines' manager and its Cluster, once the CPO,
+	// which issues its webhook certificate and runs the machines, is there.
+	for _, obj := range render.ClusterAPIObjects(in) {
+		if _, err := applier.Apply(ctx, obj); err != nil {
+			return ctrl.Result{}, r.refusedOr(ctx, s, err)
+		}
 	}
 	s.applied = true
 	return ctrl.Result{}, r.applyPausedUntil(ctx, s)
