@@ -161,7 +161,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 	}
-	pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases}
+	pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries}
 	if err := mgr.AddPerTerm(pools.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the NodePool controller: %w", err)
 	}

@@ -164,6 +164,10 @@ const (
 	// ValidHostedCluster is False while the HostedCluster that
 	// spec.clusterName names does not exist.
 	ValidHostedCluster = "ValidHostedCluster"
+	// ValidPlatformConfig is False when the pool's platform is one its
+	// HostedCluster does not run machines of (platform Pod on a
+	// HostedCluster of platform None).
+	ValidPlatformConfig = "ValidPlatformConfig"
 	// AutoscalingEnabled is True while an autoscaler, not spec.replicas,
 	// sets the pool's size.
 	AutoscalingEnabled = "AutoscalingEnabled"

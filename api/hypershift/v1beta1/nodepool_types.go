@@ -89,8 +89,10 @@ type NodePoolSpec struct {
 // NodePoolPlatform says where a NodePool's machines come from.
 type NodePoolPlatform struct {
 	// type is the platform of the pool's machines. None: you bring the
-	// machines; the operator publishes how they join. It cannot be changed
-	// after creation.
+	// machines; the operator publishes how they join. Pod: the management
+	// cluster runs them, each a Pod in the control-plane namespace, made,
+	// scaled, replaced and repaired by cluster-api (the HostedCluster must
+	// be of platform Pod). It cannot be changed after creation.
 	//
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="platform.type is immutable: create another NodePool"
@@ -245,7 +247,8 @@ type NodePoolStatus struct {
 
 	// conditions describe the pool's state: Ready, AllMachinesReady,
 	// AllNodesHealthy, UpdatingVersion, SupportedVersionSkew,
-	// ValidReleaseImage, ValidHostedCluster and AutoscalingEnabled.
+	// ValidReleaseImage, ValidHostedCluster, ValidPlatformConfig and
+	// AutoscalingEnabled.
 	//
 	// +optional
 	// +listType=map

@@ -28,6 +28,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -69,6 +70,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Releases reads the pools' release payloads.
 	Releases releaseinfo.Provider
+	// InsecureRegistries are the registry hosts Releases reaches over
+	// plain HTTP: the machines of platform Pod pull from them too.
+	InsecureRegistries []string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
@@ -96,7 +100,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
 		For(&hyperv1.NodePool{}).
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.poolsOf)).
+		// A pool of platform Pod follows its machines' rollout.
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(poolOfMachineDeployment)).
 		Complete(r)
+}
+
+// poolOfMachineDeployment maps a pool's MachineDeployment (named as the
+// pool, its cluster annotation naming the pool's namespace) to the pool.
+func poolOfMachineDeployment(_ context.Context, obj client.Object) []reconcile.Request {
+	cluster, ok := obj.GetAnnotations()[hyperv1.ClusterAnnotation]
+	namespace, _, found := strings.Cut(cluster, "/")
+	if !ok || !found || obj.GetLabels()[hyperv1.NodePoolLabel] != obj.GetName() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: obj.GetName()}}}
 }
 
 // poolsOf maps a HostedCluster to the NodePools that name it.
@@ -125,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	cpNamespace := hyperv1.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName)
 	if !np.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, np, cpNamespace)
+		return r.reconcileDelete(ctx, np, cpNamespace)
 	}
 	if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
 		patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -163,6 +180,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		return ctrl.Result{}, nil
 	}
 	set(hyperv1.ValidHostedCluster, metav1.ConditionTrue, hyperv1.AsExpectedReason, "HostedCluster "+hc.Namespace+"/"+hc.Name+" exists")
+	if !checkPlatform(np, hc, set) {
+		return ctrl.Result{}, nil // a new HostedCluster (of the name) starts the next pass
+	}
 	release, err := r.checkRelease(ctx, np, hc, set)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -178,7 +198,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		}
 		return ctrl.Result{}, nil // a new spec, or the cluster's next change, starts the next pass
 	}
-	np.Status.Version = release.version
+	if np.Spec.Platform.Type != hyperv1.PodPlatform {
+		// The user's machines run the release once they join with it.
+		np.Status.Version = release.version
+	}
 
 	waiting := func(message string) (ctrl.Result, error) {
 		set(hyperv1.Ready, metav1.ConditionFalse, WaitingForControlPlaneReason, message)
@@ -211,7 +234,19 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	if server == "" {
 		return waiting("The hosted control plane has not published its endpoint and CA yet (no admin kubeconfig)")
 	}
-	if err := r.publishJoin(ctx, np, server, ca, token, kubelet); err != nil {
+	join, err := joinMaterial(np, server, ca, token, kubelet)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if np.Spec.Platform.Type == hyperv1.PodPlatform {
+		in := machineInputs{
+			pool: np, cluster: hc.Name, join: join, configHash: configHash(np, kubelet),
+			machineImage: release.images[MachineImageTag], sandboxImage: release.images[SandboxImageTag], insecureRegistries: r.InsecureRegistries,
+		}
+		if err := r.reconcileMachines(ctx, np, in, release, set); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if err := r.publishJoin(ctx, np, join); err != nil {
 		return ctrl.Result{}, err
 	}
 	poll, err := r.reconcileNodes(ctx, np, hc, kubeconfig, set)
@@ -295,9 +330,10 @@ func (r *Reconciler) endpoint(ctx context.Context, hc *hyperv1.HostedCluster) (s
 	return cluster.Server, cluster.CertificateAuthorityData, raw, nil
 }
 
-// publishJoin applies the pool's join Secret, owned by the NodePool: it
-// goes with it.
-func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, server string, ca []byte, token string, kubelet []byte) error {
+// joinMaterial is what a machine of the pool joins with: the bootstrap
+// kubeconfig (the hosted kube-apiserver's URL and CA, the pool's token),
+// the CA, and the hosted cluster's part of the kubelet's configuration.
+func joinMaterial(np *hyperv1.NodePool, server string, ca []byte, token string, kubelet []byte) (map[string][]byte, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[np.Spec.ClusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	kc.AuthInfos["kubelet-bootstrap"] = &clientcmdapi.AuthInfo{Token: token}
@@ -305,8 +341,14 @@ func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, serv
 	kc.CurrentContext = "kubelet-bootstrap"
 	raw, err := clientcmd.Write(*kc)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return map[string][]byte{hyperv1.BootstrapKubeconfigKey: raw, hyperv1.CACertKey: ca, hyperv1.KubeletConfigKey: kubelet}, nil
+}
+
+// publishJoin applies the pool's join Secret (platform None), owned by the
+// NodePool: it goes with it.
+func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, join map[string][]byte) error {
 	desired := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -318,7 +360,7 @@ func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, serv
 			}},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{hyperv1.BootstrapKubeconfigKey: raw, hyperv1.CACertKey: ca, hyperv1.KubeletConfigKey: kubelet},
+		Data: join,
 	}
 	if _, err := (apply.Applier{Client: r.Client, FieldOwner: FieldOwner}).Apply(ctx, desired); err != nil {
 		return fmt.Errorf("failed to publish the join Secret of NodePool %s/%s: %w", np.Namespace, np.Name, err)
@@ -329,15 +371,27 @@ func (r *Reconciler) publishJoin(ctx context.Context, np *hyperv1.NodePool, serv
 // reconcileDelete deletes the pool's token (the control-plane-operator then
 // removes it from the hosted cluster; no machine joins with it again) and
 // lets the NodePool go; its join Secret goes with it by owner reference.
-func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) error {
+func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
-		return nil
+		return ctrl.Result{}, nil
+	}
+	if np.Spec.Platform.Type == hyperv1.PodPlatform {
+		// The machines leave first: cluster-api drains each node, then
+		// deletes its machine and its Node, while the token still joins
+		// none after them.
+		gone, err := r.deleteMachines(ctx, np, cpNamespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !gone {
+			return ctrl.Result{RequeueAfter: NodesPollWaiting}, nil
+		}
 	}
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cpNamespace, Name: hyperv1.NodePoolTokenSecretName(np.Name)}}
 	if err := r.Client.Delete(ctx, token); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to delete the bootstrap token of NodePool %s/%s: %w", np.Namespace, np.Name, err)
+		return ctrl.Result{}, fmt.Errorf("failed to delete the bootstrap token of NodePool %s/%s: %w", np.Namespace, np.Name, err)
 	}
 	patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(np, hyperv1.Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
 }

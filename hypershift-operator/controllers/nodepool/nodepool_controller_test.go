@@ -498,10 +498,16 @@ func assertNode(t *testing.T, name string, labels map[string]string, taints []st
 // the pull secret pushRelease makes.
 func createCluster(t *testing.T, ns, image string) *hyperv1.HostedCluster {
 	t.Helper()
+	return createClusterOf(t, ns, image, hyperv1.NonePlatform)
+}
+
+// createClusterOf creates HostedCluster demo of platform in ns.
+func createClusterOf(t *testing.T, ns, image string, platform hyperv1.PlatformType) *hyperv1.HostedCluster {
+	t.Helper()
 	hc := &hyperv1.HostedCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
 		Spec: hyperv1.HostedClusterSpec{
-			Release: hyperv1.Release{Image: image}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+			Release: hyperv1.Release{Image: image}, Platform: hyperv1.PlatformSpec{Type: platform},
 			PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
 		},
 	}

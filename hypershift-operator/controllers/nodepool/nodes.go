@@ -77,6 +77,9 @@ func (h *hostedClients) get(hc *hyperv1.HostedCluster, kubeconfig []byte) (clien
 // to propagate.
 func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, kubeconfig []byte, set func(string, metav1.ConditionStatus, string, string)) (time.Duration, error) {
 	join := "machines join with the bootstrap kubeconfig in Secret " + np.Namespace + "/" + hyperv1.NodePoolJoinSecretName(np.Name)
+	if np.Spec.Platform.Type == hyperv1.PodPlatform {
+		join = "the management cluster runs its machines: MachineDeployment " + hyperv1.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName) + "/" + np.Name
+	}
 	nodes := &corev1.NodeList{}
 	hosted, err := r.hosted.get(hc, kubeconfig)
 	if err == nil {

@@ -25,16 +25,31 @@ const (
 	NodePoolTooOldReason    = "NodePoolVersionTooOld"
 	ClusterVersionUnknown   = "ClusterVersionUnknown"
 	UnparsableVersionReason = "UnparsableVersion"
+	// NoMachineImageReason: the payload of a pool of platform Pod names no
+	// machine (or pause) image.
+	NoMachineImageReason = "NoMachineImage"
 )
 
 // releaseCheck is what the pool's release says of it.
 type releaseCheck struct {
 	// version is the pool's release version; "" when it cannot be read.
 	version string
+	// images are the payload's images machines of platform Pod run, by
+	// tag (MachineImageTag, SandboxImageTag); a tag the payload lacks is
+	// missing.
+	images map[string]string
 	// valid is false when the release cannot be read, or its version is
 	// one the cluster does not support: the pool is then not Ready.
 	valid bool
 }
+
+// The release payload's images of a machine of platform Pod, by tag.
+const (
+	// MachineImageTag is the machine image: containerd, runc, the kubelet.
+	MachineImageTag = "machine"
+	// SandboxImageTag is the pause image of its pod sandboxes.
+	SandboxImageTag = "pod"
+)
 
 // ReleaseRecheck is how long a pool's release, once read, is taken as
 // read: the passes in between (every few seconds while nodes join) make no
@@ -46,6 +61,7 @@ const ReleaseRecheck = 10 * time.Minute
 // pool, and when.
 type releaseVerdict struct {
 	image, version string
+	images         map[string]string
 	at             time.Time
 }
 
@@ -60,7 +76,7 @@ func (v releaseVerdict) fresh(image string, now time.Time) bool {
 func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc *hyperv1.HostedCluster, set func(string, metav1.ConditionStatus, string, string)) (releaseCheck, error) {
 	pool := types.NamespacedName{Namespace: np.Namespace, Name: np.Name}
 	if v, ok := r.verdicts.load(pool); ok && v.fresh(np.Spec.Release.Image, r.now()) {
-		return r.judgeSkew(np, hc, v.version, set), nil
+		return r.judgeSkew(np, hc, v.version, v.images, set), nil
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
@@ -76,17 +92,32 @@ func (r *Reconciler) checkRelease(ctx context.Context, np *hyperv1.NodePool, hc 
 	}
 	// Only a payload that was read is remembered: a failure is read again
 	// on the next pass, once the user fixed the registry or the secret.
-	r.verdicts.store(pool, releaseVerdict{image: np.Spec.Release.Image, version: release.Version, at: r.now()})
-	return r.judgeSkew(np, hc, release.Version, set), nil
+	images := map[string]string{}
+	for _, tag := range []string{MachineImageTag, SandboxImageTag} {
+		if image, ok := release.ComponentImage(tag); ok {
+			images[tag] = image
+		}
+	}
+	r.verdicts.store(pool, releaseVerdict{image: np.Spec.Release.Image, version: release.Version, images: images, at: r.now()})
+	return r.judgeSkew(np, hc, release.Version, images, set), nil
 }
 
 // judgeSkew sets ValidReleaseImage and SupportedVersionSkew for a pool
 // whose release is version.
-func (r *Reconciler) judgeSkew(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, version string, set func(string, metav1.ConditionStatus, string, string)) releaseCheck {
+func (r *Reconciler) judgeSkew(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, version string, images map[string]string, set func(string, metav1.ConditionStatus, string, string)) releaseCheck {
+	if np.Spec.Platform.Type == hyperv1.PodPlatform {
+		for _, tag := range []string{MachineImageTag, SandboxImageTag} {
+			if images[tag] == "" {
+				set(hyperv1.ValidReleaseImage, metav1.ConditionFalse, NoMachineImageReason,
+					fmt.Sprintf("Release image %s (version %s) names no %s image, which machines of platform Pod run", np.Spec.Release.Image, version, tag))
+				return releaseCheck{version: version}
+			}
+		}
+	}
 	set(hyperv1.ValidReleaseImage, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("Release image %s is version %s", np.Spec.Release.Image, version))
 	status, reason, message := skew(version, hc.Status.Version)
 	set(hyperv1.SupportedVersionSkew, status, reason, message)
-	return releaseCheck{version: version, valid: status != metav1.ConditionFalse}
+	return releaseCheck{version: version, images: images, valid: status != metav1.ConditionFalse}
 }
 
 // skew judges a pool of version pool against its cluster: it may run the
