@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,11 +31,14 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/nodepool"
 )
 
-// CreateOptions are the flags of `hypershift create cluster none`.
+// CreateOptions are the flags of `hypershift create cluster none|pod`.
 type CreateOptions struct {
 	Name, Namespace, ReleaseImage, PullSecretFile string
-	AvailabilityPolicy                            string
-	InfraID, ClusterID                            string
+	// Platform is the cluster's platform: None (you bring the workers) or
+	// Pod (the management cluster runs them).
+	Platform           hyperv1.PlatformType
+	AvailabilityPolicy string
+	InfraID, ClusterID string
 	// ExternalAPIServerAddress is where clients reach the kube-apiserver's
 	// NodePort; empty means the first node's address.
 	ExternalAPIServerAddress string
@@ -50,28 +54,42 @@ type CreateOptions struct {
 	kube                    cli.KubeconfigFlags
 }
 
-// NewCreateCommand returns `hypershift create` with `cluster none`.
+// NewCreateCommand returns `hypershift create` with `cluster none` and
+// `cluster pod`.
 func NewCreateCommand() *cobra.Command {
 	create := &cobra.Command{Use: "create", Short: "Create hosted clusters, their NodePools and kubeconfigs", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
-	clusterCmd := &cobra.Command{Use: "cluster", Short: "Create a HostedCluster", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json"}
-	o := &CreateOptions{}
-	none := &cobra.Command{
-		Use:   "none NAME",
-		Short: "Create a HostedCluster on platform None (workers brought by you)",
+	clusterCmd := &cobra.Command{Use: "cluster", Short: "Create a HostedCluster", Example: "  hypershift create cluster none demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 --pull-secret=pull-secret.json\n  hypershift create cluster pod demo --node-pool-replicas=2 --release-image=... --pull-secret=pull-secret.json --wait"}
+	clusterCmd.AddCommand(
+		platformCommand(hyperv1.NonePlatform, "Create a HostedCluster on platform None (workers brought by you)",
+			"platform None: you bring them, hypershift create nodepool explains how they join"),
+		platformCommand(hyperv1.PodPlatform, "Create a HostedCluster on platform Pod (the management cluster runs its workers, as Pods)",
+			"platform Pod: the management cluster runs them, as Pods of the control-plane namespace"),
+	)
+	create.AddCommand(clusterCmd)
+	return create
+}
+
+// platformCommand is `hypershift create cluster <platform>`.
+func platformCommand(platform hyperv1.PlatformType, short, pools string) *cobra.Command {
+	o := &CreateOptions{Platform: platform}
+	name := strings.ToLower(string(platform))
+	cmd := &cobra.Command{
+		Use:   name + " NAME",
+		Short: short,
 		Example: `  # Create a cluster and wait until its API answers with the admin kubeconfig
-  hypershift create cluster none demo -n clusters \
+  hypershift create cluster ` + name + ` demo -n clusters \
     --release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64 \
     --pull-secret=pull-secret.json --external-api-server-address=api.demo.example.com --wait --timeout=20m
   hypershift create kubeconfig demo -n clusters > demo.kubeconfig
 
   # Print the objects instead of creating them
-  hypershift create cluster none demo --release-image=... --pull-secret=pull-secret.json --render`,
+  hypershift create cluster ` + name + ` demo --release-image=... --pull-secret=pull-secret.json --render`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.Run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
-	cli.NameArg(none, &o.Name, "The HostedCluster's name (required).", true)
-	fs := none.Flags()
+	cli.NameArg(cmd, &o.Name, "The HostedCluster's name (required).", true)
+	fs := cmd.Flags()
 	cli.AddNamespaceFlag(fs, &o.Namespace, "The HostedCluster's namespace; created when missing")
 	fs.StringVar(&o.ReleaseImage, "release-image", "", "The release payload pull spec (required).")
 	fs.StringVar(&o.PullSecretFile, "pull-secret", "", "A file with the registry credentials (.dockerconfigjson) (required).")
@@ -84,17 +102,14 @@ func NewCreateCommand() *cobra.Command {
 		"The address (IP or DNS name) clients reach the kube-apiserver's NodePort on; by default the first node's ExternalDNS, ExternalIP or InternalIP address.")
 	fs.Int32Var(&o.ExternalAPIServerPort, "external-api-server-port", 0,
 		"The node port clients reach the kube-apiserver on, in the management cluster's NodePort range (30000-32767 unless its kube-apiserver sets --service-node-port-range); by default the management cluster allocates one.")
-	fs.Int32Var(&o.NodePoolReplicas, "node-pool-replicas", 0,
-		"Create NodePool NAME of this many machines (platform None: you bring them, hypershift create nodepool explains how they join); none when 0.")
+	fs.Int32Var(&o.NodePoolReplicas, "node-pool-replicas", 0, "Create NodePool NAME of this many machines ("+pools+"); none when 0.")
 	fs.BoolVar(&o.Wait, "wait", false, "Wait until the HostedCluster is Available and a request with its admin kubeconfig succeeds.")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "How long --wait waits.")
 	o.kube.AddFlags(fs)
 	for _, flag := range []string{"release-image", "pull-secret"} {
-		_ = none.MarkFlagRequired(flag)
+		_ = cmd.MarkFlagRequired(flag)
 	}
-	clusterCmd.AddCommand(none)
-	create.AddCommand(clusterCmd)
-	return create
+	return cmd
 }
 
 // Objects returns the namespace, pull secret and HostedCluster to create.
@@ -120,7 +135,7 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 			Spec: hyperv1.HostedClusterSpec{
 				Release:                      hyperv1.Release{Image: o.ReleaseImage},
 				ControllerAvailabilityPolicy: hyperv1.AvailabilityPolicy(o.AvailabilityPolicy),
-				Platform:                     hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+				Platform:                     hyperv1.PlatformSpec{Type: cmp.Or(o.Platform, hyperv1.NonePlatform)},
 				PullSecret:                   hyperv1.LocalObjectReference{Name: secretName},
 				InfraID:                      infraID,
 				ClusterID:                    clusterID,
@@ -140,7 +155,8 @@ func (o *CreateOptions) nodePool() *hyperv1.NodePool {
 	if o.NodePoolReplicas <= 0 {
 		return nil
 	}
-	pool := &nodepool.CreateOptions{Name: o.Name, Namespace: o.Namespace, ClusterName: o.Name, ReleaseImage: o.ReleaseImage, Replicas: o.NodePoolReplicas}
+	pool := &nodepool.CreateOptions{Name: o.Name, Namespace: o.Namespace, ClusterName: o.Name, ReleaseImage: o.ReleaseImage, Replicas: o.NodePoolReplicas,
+		Platform: cmp.Or(o.Platform, hyperv1.NonePlatform)}
 	return pool.NodePool()
 }
 
@@ -238,11 +254,15 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	_, _ = fmt.Fprintf(out, "HostedCluster %s created\n", key(hc))
 	if pool := o.nodePool(); pool != nil {
 		if err := c.Create(ctx, pool); err != nil {
-			return cli.Explain(cfg.Host, fmt.Errorf("HostedCluster %s was created, but the API server refused its NodePool %s/%s: %w; create it with hypershift create nodepool none %s --cluster-name=%s -n %s --replicas=%d",
-				key(hc), pool.Namespace, pool.Name, err, pool.Name, o.Name, o.Namespace, o.NodePoolReplicas))
+			return cli.Explain(cfg.Host, fmt.Errorf("HostedCluster %s was created, but the API server refused its NodePool %s/%s: %w; create it with hypershift create nodepool %s %s --cluster-name=%s -n %s --replicas=%d",
+				key(hc), pool.Namespace, pool.Name, err, strings.ToLower(string(pool.Spec.Platform.Type)), pool.Name, o.Name, o.Namespace, o.NodePoolReplicas))
 		}
-		_, _ = fmt.Fprintf(out, "NodePool %s/%s created (%d machines); they join with what Secret %s/%s holds once the control plane is up\n",
-			pool.Namespace, pool.Name, o.NodePoolReplicas, pool.Namespace, hyperv1.NodePoolJoinSecretName(pool.Name))
+		if pool.Spec.Platform.Type == hyperv1.PodPlatform {
+			_, _ = fmt.Fprintf(out, "NodePool %s/%s created (%d machines); the management cluster runs them once the control plane is up\n", pool.Namespace, pool.Name, o.NodePoolReplicas)
+		} else {
+			_, _ = fmt.Fprintf(out, "NodePool %s/%s created (%d machines); they join with what Secret %s/%s holds once the control plane is up\n",
+				pool.Namespace, pool.Name, o.NodePoolReplicas, pool.Namespace, hyperv1.NodePoolJoinSecretName(pool.Name))
+		}
 	}
 	if !o.Wait {
 		return nil

@@ -6,6 +6,7 @@
 package nodepool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,27 +32,41 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/install"
 )
 
-// CreateOptions are the flags of `hypershift create nodepool none`.
+// CreateOptions are the flags of `hypershift create nodepool none|pod`.
 type CreateOptions struct {
 	Name, Namespace, ClusterName, ReleaseImage string
-	Replicas                                   int32
-	NodeLabels                                 map[string]string
-	Render                                     bool
+	// Platform is the pool's platform: None (you bring the machines) or
+	// Pod (the management cluster runs them).
+	Platform   hyperv1.PlatformType
+	Replicas   int32
+	NodeLabels map[string]string
+	// AutoRepair and NodeDrainTimeout are the pool's management (Pod).
+	AutoRepair       bool
+	NodeDrainTimeout time.Duration
+	Render           bool
 	// OutputDir receives the join material once the operator has
-	// published it; nothing is written when empty.
+	// published it (None); nothing is written when empty.
 	OutputDir string
-	Timeout   time.Duration
-	kube      cli.KubeconfigFlags
+	// Wait waits until the pool's nodes are all Ready (Pod).
+	Wait    bool
+	Timeout time.Duration
+	kube    cli.KubeconfigFlags
 }
 
-// NewCreateCommand returns `hypershift create nodepool` with `none`.
+// NewCreateCommand returns `hypershift create nodepool` with `none` and
+// `pod`.
 func NewCreateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "nodepool",
 		Short:   "Create a NodePool: worker machines that join a HostedCluster",
-		Example: "  hypershift create nodepool none workers --cluster-name=demo --replicas=2 --output-dir=./join",
+		Example: "  hypershift create nodepool none workers --cluster-name=demo --replicas=2 --output-dir=./join\n  hypershift create nodepool pod workers --cluster-name=demo --replicas=3 --wait",
 	}
-	o := &CreateOptions{}
+	cmd.AddCommand(noneCommand(), podCommand())
+	return cmd
+}
+
+func noneCommand() *cobra.Command {
+	o := &CreateOptions{Platform: hyperv1.NonePlatform}
 	none := &cobra.Command{
 		Use:   "none NAME",
 		Short: "Create a NodePool of platform None: you bring the machines, the operator publishes how they join",
@@ -66,20 +82,48 @@ func NewCreateCommand() *cobra.Command {
 			return o.Run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
-	cli.KindNameArg(none, "NodePool", &o.Name, "The NodePool's name (required).", true)
-	fs := none.Flags()
+	fs := o.commonFlags(none)
+	fs.StringVar(&o.OutputDir, "output-dir", "", "Wait for the pool's join material and write it into this directory: bootstrap.kubeconfig, ca.crt and kubelet.conf.d/.")
+	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --output-dir waits for the join material.")
+	return none
+}
+
+func podCommand() *cobra.Command {
+	o := &CreateOptions{Platform: hyperv1.PodPlatform}
+	pod := &cobra.Command{
+		Use:   "pod NAME",
+		Short: "Create a NodePool of platform Pod: the management cluster runs its machines, scales, replaces and repairs them",
+		Example: `  # Three machines for cluster demo (of platform Pod), replaced when their node stays unhealthy
+  hypershift create nodepool pod workers --cluster-name=demo -n clusters --replicas=3 --auto-repair --wait
+  kubectl scale np workers -n clusters --replicas=5
+
+  # Print the NodePool instead of creating it
+  hypershift create nodepool pod workers --cluster-name=demo --release-image=... --render`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	fs := o.commonFlags(pod)
+	fs.BoolVar(&o.AutoRepair, "auto-repair", false, "Replace a machine whose node stays not Ready (8 minutes) or does not join (20 minutes).")
+	fs.DurationVar(&o.NodeDrainTimeout, "node-drain-timeout", 0, "How long removing a machine waits for its node to drain (PodDisruptionBudgets respected) before it goes on regardless; 0 waits as long as draining takes.")
+	fs.BoolVar(&o.Wait, "wait", false, "Wait until every node the pool asks for has joined and is Ready.")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "How long --wait waits.")
+	return pod
+}
+
+// commonFlags registers the name argument and the flags of every platform.
+func (o *CreateOptions) commonFlags(cmd *cobra.Command) *pflag.FlagSet {
+	cli.KindNameArg(cmd, "NodePool", &o.Name, "The NodePool's name (required).", true)
+	fs := cmd.Flags()
 	cli.AddNamespaceFlag(fs, &o.Namespace, "The namespace of the NodePool and of its HostedCluster")
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "The HostedCluster the machines join (required).")
 	fs.Int32Var(&o.Replicas, "replicas", 2, "How many machines the pool has.")
 	fs.StringVar(&o.ReleaseImage, "release-image", "", "The release payload the machines run; by default the HostedCluster's.")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", nil, "Labels of the pool's nodes, as key=value pairs.")
 	fs.BoolVar(&o.Render, "render", false, "Print the NodePool as YAML instead of creating it (needs --release-image: it reads no cluster).")
-	fs.StringVar(&o.OutputDir, "output-dir", "", "Wait for the pool's join material and write it into this directory: bootstrap.kubeconfig, ca.crt and kubelet.conf.d/.")
-	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --output-dir waits for the join material.")
 	o.kube.AddFlags(fs)
-	_ = none.MarkFlagRequired("cluster-name")
-	cmd.AddCommand(none)
-	return cmd
+	_ = cmd.MarkFlagRequired("cluster-name")
+	return fs
 }
 
 func (o *CreateOptions) validate() error {
@@ -101,23 +145,33 @@ func (o *CreateOptions) validate() error {
 	if o.Render && o.OutputDir != "" {
 		return errors.New("--render prints the NodePool and creates nothing: there is no join material to write to --output-dir")
 	}
+	if o.Render && o.Wait {
+		return errors.New("--render prints the NodePool and creates nothing: it cannot --wait")
+	}
+	if o.NodeDrainTimeout < 0 {
+		return fmt.Errorf("invalid --node-drain-timeout %s: want 0 (wait as long as draining takes) or more", o.NodeDrainTimeout)
+	}
 	return nil
 }
 
 // NodePool is the NodePool the options describe.
 func (o *CreateOptions) NodePool() *hyperv1.NodePool {
-	return &hyperv1.NodePool{
+	np := &hyperv1.NodePool{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "NodePool"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
 		Spec: hyperv1.NodePoolSpec{
 			ClusterName: o.ClusterName,
 			Release:     hyperv1.Release{Image: o.ReleaseImage},
 			Replicas:    ptr.To(o.Replicas),
-			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
-			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+			Platform:    hyperv1.NodePoolPlatform{Type: cmp.Or(o.Platform, hyperv1.NonePlatform)},
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace, AutoRepair: o.AutoRepair},
 			NodeLabels:  o.NodeLabels,
 		},
 	}
+	if o.NodeDrainTimeout > 0 {
+		np.Spec.NodeDrainTimeout = &metav1.Duration{Duration: o.NodeDrainTimeout}
+	}
+	return np
 }
 
 // Run creates (or with --render prints) the NodePool, and with
@@ -144,6 +198,10 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 	if !hc.DeletionTimestamp.IsZero() {
 		return fmt.Errorf("HostedCluster %s/%s is being deleted: its machines would join nothing", o.Namespace, o.ClusterName)
 	}
+	if o.Platform == hyperv1.PodPlatform && hc.Spec.Platform.Type != hyperv1.PodPlatform {
+		return fmt.Errorf("HostedCluster %s/%s is of platform %s, which runs no machines: create a pool of platform None (hypershift create nodepool none), or a HostedCluster of platform Pod (hypershift create cluster pod)",
+			o.Namespace, o.ClusterName, hc.Spec.Platform.Type)
+	}
 	if o.ReleaseImage == "" {
 		o.ReleaseImage = hc.Spec.Release.Image
 	}
@@ -159,6 +217,14 @@ func (o *CreateOptions) Run(ctx context.Context, out io.Writer) error {
 		if err := o.awaitRelease(ctx, c, np, out); err != nil {
 			return cli.Explain(cfg.Host, err)
 		}
+	}
+	if o.Platform == hyperv1.PodPlatform {
+		_, _ = fmt.Fprintf(out, "The management cluster runs its machines (MachineDeployment %s/%s); follow them with kubectl get np %s -n %s\n",
+			hyperv1.ControlPlaneNamespace(o.Namespace, o.ClusterName), o.Name, o.Name, o.Namespace)
+		if !o.Wait {
+			return nil
+		}
+		return cli.Explain(cfg.Host, o.awaitReady(ctx, c, out))
 	}
 	secretName := hyperv1.NodePoolJoinSecretName(o.Name)
 	if o.OutputDir == "" {
@@ -217,6 +283,33 @@ func (o *CreateOptions) awaitRelease(ctx context.Context, c client.Client, np *h
 			o.ReleaseImage, min(o.Timeout, releaseVerdictTimeout))
 	}
 	return nil
+}
+
+// awaitReady waits, bounded by --timeout, until the pool is Ready (every
+// node it asks for joined and Ready), printing its Ready message as it
+// changes.
+func (o *CreateOptions) awaitReady(ctx context.Context, c client.Client, out io.Writer) error {
+	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		np := &hyperv1.NodePool{}
+		if err := c.Get(ctx, key, np); err != nil {
+			return false, nil
+		}
+		ready := meta.FindStatusCondition(np.Status.Conditions, hyperv1.Ready)
+		if ready == nil || ready.ObservedGeneration < np.Generation {
+			return false, nil
+		}
+		if ready.Message != last {
+			last = ready.Message
+			_, _ = fmt.Fprintf(out, "NodePool %s: Ready=%s (%s)\n", key, ready.Status, ready.Message)
+		}
+		return ready.Status == metav1.ConditionTrue, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("NodePool %s is not Ready after %s: %s; it stays (kubectl get np %s -n %s)", key, o.Timeout, last, o.Name, o.Namespace)
+	}
+	return err
 }
 
 // awaitJoin waits, bounded by --timeout, for the pool's join Secret, and

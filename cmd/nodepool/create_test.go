@@ -59,6 +59,12 @@ func TestCreateRenderGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.CompareBytesWithGolden(t, "create-nodepool-none.yaml", []byte(out))
+	out, err = execute(t.Context(), "pod", "workers", "--cluster-name=demo", "--namespace=clusters", "--replicas=3", "--auto-repair", "--node-drain-timeout=5m",
+		"--release-image=quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64", "--render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.CompareBytesWithGolden(t, "create-nodepool-pod.yaml", []byte(out))
 }
 
 func TestCreateRefusesBadInput(t *testing.T) {
@@ -86,6 +92,22 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a pool of platform Pod for a cluster of platform None", func(t *testing.T) {
+		if err := env.Client.Create(t.Context(), &hyperv1.HostedCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+			Spec: hyperv1.HostedClusterSpec{
+				Release: hyperv1.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64"}, Platform: hyperv1.PlatformSpec{Type: hyperv1.NonePlatform},
+				PullSecret: hyperv1.LocalObjectReference{Name: "pull-secret"}, Services: hyperv1.NodePortServices("198.18.0.11", 0),
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := execute(t.Context(), "pod", "workers", "--cluster-name=demo", "-n", ns, "--kubeconfig="+kubeconfig)
+		want := "HostedCluster " + ns + "/demo is of platform None, which runs no machines: create a pool of platform None (hypershift create nodepool none), or a HostedCluster of platform Pod (hypershift create cluster pod)"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q\n%s", err, want, out)
+		}
+	})
 	pools := &hyperv1.NodePoolList{}
 	if err := env.Client.List(t.Context(), pools, client.InNamespace(ns)); err != nil || len(pools.Items) != 0 {
 		t.Errorf("refused input left NodePools %v (%v)", pools.Items, err)
