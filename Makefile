@@ -65,7 +65,7 @@ clean: ## Remove bin/ and the test cache.
 # images hold no C library (hack/images).
 .PHONY: build
 build: ## Build hypershift, hypershift-operator, control-plane-operator and hypershift-machine into bin/.
-	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator ./machine
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/hypershift ./hypershift-operator ./control-plane-operator ./hypershift-machine
 
 IMG ?= quay.io/hypershift-le/hypershift:$(VERSION)
 
@@ -113,7 +113,7 @@ $(BIN)/coredns: $(COREDNS_MOD)/go.mod $(COREDNS_MOD)/go.sum $(COREDNS_MOD)/main.
 # its own (see its go.mod).
 $(BIN)/cluster-api: $(CLUSTERAPI_MOD)/go.mod $(CLUSTERAPI_MOD)/go.sum
 	@echo "Building the cluster-api manager from Go modules (about 3 minutes the first time)..."
-	cd $(CLUSTERAPI_MOD) && CGO_ENABLED=0 go build -o $(BIN)/cluster-api sigs.k8s.io/cluster-api/core
+	cd $(CLUSTERAPI_MOD) && CGO_ENABLED=0 go build -o $(BIN)/cluster-api sigs.k8s.io/cluster-api
 
 # One go build per binary, so that a cold build (17 minutes measured on 2
 # cores) says what it is doing; the Go build cache shares their packages.
@@ -150,7 +150,7 @@ generate: $(BIN)/controller-gen ## Generate deepcopy code and CRDs (api/crds), a
 	@# cluster-api's CRDs, as its module pins them (hack/tools/clusterapi).
 	@dir=$$(cd $(CLUSTERAPI_MOD) && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
 	  rm -rf api/crds/cluster-api && mkdir -p api/crds/cluster-api && \
-	  for crd in $(CLUSTERAPI_CRDS); do install -m 644 $$dir/core/config/crd/bases/$$crd.yaml api/crds/cluster-api/; done
+	  for crd in $(CLUSTERAPI_CRDS); do install -m 644 $$dir/config/crd/bases/$$crd.yaml api/crds/cluster-api/; done
 	go mod tidy
 	cd $(TOOLS_MOD) && go mod tidy
 	cd $(COREDNS_MOD) && go mod tidy

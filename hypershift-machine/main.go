@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/hypershift-le/hypershift/machine/boot"
-	"github.com/hypershift-le/hypershift/machine/podnetwork"
+	"github.com/hypershift-le/hypershift/hypershift-machine/boot"
+	"github.com/hypershift-le/hypershift/hypershift-machine/podnetwork"
 	"github.com/hypershift-le/hypershift/support/startup"
 	"github.com/hypershift-le/hypershift/support/version"
 )

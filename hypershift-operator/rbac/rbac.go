@@ -62,15 +62,17 @@ func PodPlatformControlPlaneOperatorRules() []rbacv1.PolicyRule {
 // kinds, the infrastructure kinds it clones and owns, the
 // HostedControlPlane it references as its Cluster's control plane (owner
 // references and labels; deleted with the Cluster), the Secrets of the
-// hosted cluster's kubeconfig and of the machines' bootstrap data (read),
-// events, and its Lease (by name, but create).
+// hosted cluster's kubeconfig and of the machines' bootstrap data and the
+// ConfigMaps (read), events, and its Lease (by name, but create).
 func ClusterAPIRules() []rbacv1.PolicyRule {
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{clusterv1.GroupVersion.Group, "addons.cluster.x-k8s.io"}, Resources: []string{"*"}, Verbs: all},
 		{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"podclusters", "podmachines", "podmachinetemplates"}, Verbs: all},
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read},
+		// ConfigMaps' metadata is watched by its ClusterResourceSet
+		// controller, which nothing here uses but which always runs.
+		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: read},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ClusterAPILeaseName}},

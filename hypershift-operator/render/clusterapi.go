@@ -161,8 +161,10 @@ func ClusterAPIDeployment(in Inputs) *appsv1.Deployment {
 					SecurityContext:               podspec.RestrictedPodSecurityContext(),
 					ImagePullSecrets:              []corev1.LocalObjectReference{{Name: hyperv1.PullSecretName}},
 					Containers:                    []corev1.Container{container},
+					// The Secret's default mode, as the control plane's: the
+					// container runs as a user of the image, not root.
 					Volumes: []corev1.Volume{{Name: "webhook-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-						SecretName: hyperv1.ClusterAPIWebhookSecretName, DefaultMode: ptr.To(int32(0o440)),
+						SecretName: hyperv1.ClusterAPIWebhookSecretName,
 					}}}},
 				},
 			},

@@ -111,6 +111,14 @@ type HostedControlPlaneStatus struct {
 	// +optional
 	Initialization *ControlPlaneInitialization `json:"initialization,omitempty"`
 
+	// externalManagedControlPlane is true: cluster-api's contract for a
+	// control plane that runs on no Machine of its Cluster. cluster-api
+	// then drains and deletes the Nodes of the workers it removes, which it
+	// would not do for a cluster without control plane nodes.
+	//
+	// +optional
+	ExternalManagedControlPlane *bool `json:"externalManagedControlPlane,omitempty"`
+
 	// version is the release version every component runs, once a rollout
 	// completed.
 	//

@@ -412,6 +412,11 @@ func (in *HostedControlPlaneStatus) DeepCopyInto(out *HostedControlPlaneStatus) 
 		*out = new(ControlPlaneInitialization)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ExternalManagedControlPlane != nil {
+		in, out := &in.ExternalManagedControlPlane, &out.ExternalManagedControlPlane
+		*out = new(bool)
+		**out = **in
+	}
 	if in.ControlPlaneEndpoint != nil {
 		in, out := &in.ControlPlaneEndpoint, &out.ControlPlaneEndpoint
 		*out = new(APIEndpoint)

@@ -29,7 +29,7 @@ const (
 // (hyperv1.PodNetworkNodeLabel: the machines of platform Pod): a DaemonSet
 // in each machine's network that gives its pods their addresses from the
 // Node's pod subnet and routes them to the other machines' (package
-// machine/podnetwork). It reads Nodes, nothing else, with a kubeconfig
+// hypershift-machine/podnetwork). It reads Nodes, nothing else, with a kubeconfig
 // that reaches the kube-apiserver at its published endpoint, as
 // kube-proxy's does: Services work only once the pod network does. No
 // image in the payload, no pod network: the release has no machines of

@@ -81,6 +81,8 @@ func (r *Reconciler) computeAvailability(s *scope, set func(string, bool, string
 		set(ComponentAvailable(c.Name()), a.Available, a.Reason, a.Message)
 	}
 	hcp.Status.ObservedGeneration = hcp.Generation
+	// cluster-api's contract: no Machine runs this control plane.
+	hcp.Status.ExternalManagedControlPlane = ptr.To(true)
 	hcp.Status.Ready = s.allRolledOut()
 	if hcp.Status.Ready {
 		hcp.Status.Version = s.release.Version

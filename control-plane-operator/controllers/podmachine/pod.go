@@ -27,7 +27,7 @@ var PodCache = cache.ByObject{Label: labels.SelectorFromSet(machinePods)}
 // its kubelet registers its Node with.
 func ProviderID(namespace, name string) string { return "pod://" + namespace + "/" + name }
 
-// Paths of the machine's volumes (package machine/boot reads them there).
+// Paths of the machine's volumes (package hypershift-machine/boot reads them there).
 const (
 	joinDir       = "/etc/hypershift/join"
 	pullSecretDir = "/etc/hypershift/pull-secret"

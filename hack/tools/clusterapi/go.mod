@@ -8,7 +8,7 @@ module github.com/hypershift-le/hypershift/hack/tools/clusterapi
 
 go 1.26.0
 
-tool sigs.k8s.io/cluster-api/core
+tool sigs.k8s.io/cluster-api
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -107,8 +107,7 @@ require (
 	k8s.io/streaming v0.36.3 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect
-	sigs.k8s.io/cluster-api v1.14.2 // indirect
-	sigs.k8s.io/cluster-api/api v1.14.2 // indirect
+	sigs.k8s.io/cluster-api v1.13.6 // indirect
 	sigs.k8s.io/controller-runtime v0.24.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
