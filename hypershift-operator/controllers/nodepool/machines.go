@@ -184,24 +184,36 @@ func (r *Reconciler) removeRevisionsExcept(ctx context.Context, in machineInputs
 // deleteMachines deletes the pool's MachineHealthCheck and
 // MachineDeployment (cluster-api drains and deletes every machine, then
 // their Nodes), and, once no Machine of the pool is left, its templates
-// and bootstrap Secrets. It reports whether the machines are all gone.
-func (r *Reconciler) deleteMachines(ctx context.Context, np *hyperv1.NodePool, namespace string) (bool, error) {
+// and bootstrap Secrets. It returns the machines left, each with what its
+// deletion waits for (cluster-api's Deleting condition: a drain that a
+// PodDisruptionBudget holds up, say).
+func (r *Reconciler) deleteMachines(ctx context.Context, np *hyperv1.NodePool, namespace string) ([]string, error) {
 	labels := client.MatchingLabels{clusterv1.ClusterNameLabel: np.Spec.ClusterName, hyperv1.NodePoolLabel: np.Name}
 	for _, obj := range []client.Object{
 		&clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: np.Name}},
 		&clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: np.Name}},
 	} {
 		if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-			return false, fmt.Errorf("failed to delete %T %s of NodePool %s/%s: %w", obj, np.Name, np.Namespace, np.Name, err)
+			return nil, fmt.Errorf("failed to delete %T %s of NodePool %s/%s: %w", obj, np.Name, np.Namespace, np.Name, err)
 		}
 	}
 	machines := &clusterv1.MachineList{}
 	if err := r.APIReader.List(ctx, machines, client.InNamespace(namespace), labels); err != nil && !meta.IsNoMatchError(err) {
-		return false, err
+		return nil, err
 	}
 	if len(machines.Items) > 0 {
-		return false, nil
+		var left []string
+		for i := range machines.Items {
+			m := &machines.Items[i]
+			why := "not deleted yet"
+			if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineDeletingCondition); c != nil && c.Status == metav1.ConditionTrue {
+				why = strings.Join(strings.Fields(c.Message), " ")
+			}
+			left = append(left, m.Name+" ("+why+")")
+		}
+		slices.Sort(left)
+		return left, nil
 	}
 	// No MachineSet is left to use them either.
-	return true, r.removeRevisionsExcept(ctx, machineInputs{pool: np, cluster: np.Spec.ClusterName}, map[string]bool{})
+	return nil, r.removeRevisionsExcept(ctx, machineInputs{pool: np, cluster: np.Spec.ClusterName}, map[string]bool{})
 }

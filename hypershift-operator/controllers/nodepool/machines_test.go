@@ -334,6 +334,9 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 		if !exists(t, &hyperv1.NodePool{}, p.np.Namespace, p.np.Name) {
 			t.Fatal("the pool went while a machine of it is left")
 		}
+		if c := condition(t, p.np, hyperv1.Ready); c.Reason != DeletingReason || !strings.Contains(c.Message, "waiting for 1 machines to be drained and removed: workers-b-1") {
+			t.Errorf("Ready while deleting: %+v", c)
+		}
 		if err := env.Client.Delete(t.Context(), &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: p.cpNamespace, Name: "workers-b-1"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -141,25 +141,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cpNamespace := hyperv1.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName)
-	if !np.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, np, cpNamespace)
-	}
-	if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
-		patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(np, hyperv1.Finalizer)
-		if err := r.Client.Patch(ctx, np, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
+	original := np.DeepCopy()
+	var result ctrl.Result
+	var err error
+	switch {
+	case !np.DeletionTimestamp.IsZero():
+		if result, err = r.reconcileDelete(ctx, np, cpNamespace); err == nil && !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
+			return result, nil // gone
 		}
+	default:
+		if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
+			patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			controllerutil.AddFinalizer(np, hyperv1.Finalizer)
+			if err := r.Client.Patch(ctx, np, patch); err != nil {
+				return ctrl.Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
+			}
+			original = np.DeepCopy()
+		}
+		result, err = r.reconcileNormal(ctx, np, cpNamespace)
 	}
-	original := np.Status.DeepCopy()
-	result, err := r.reconcileNormal(ctx, np, cpNamespace)
 	np.Status.ObservedGeneration = np.Generation
-	if !equality.Semantic.DeepEqual(*original, np.Status) {
-		if statusErr := r.Client.Status().Update(ctx, np); statusErr != nil && !apierrors.IsNotFound(statusErr) {
+	if !equality.Semantic.DeepEqual(original.Status, np.Status) {
+		// A patch of the status this controller alone writes: a pass
+		// that read a copy the cache has not caught up with yet does
+		// not conflict with the pass that wrote it.
+		if statusErr := r.Client.Status().Patch(ctx, np, client.MergeFrom(original)); statusErr != nil && !apierrors.IsNotFound(statusErr) {
 			err = errors.Join(err, fmt.Errorf("failed to update the status: %w", statusErr))
 		}
 	}
-	return result, err
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, cpNamespace string) (ctrl.Result, error) {
@@ -379,11 +392,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 		// The machines leave first: cluster-api drains each node, then
 		// deletes its machine and its Node, while the token still joins
 		// none after them.
-		gone, err := r.deleteMachines(ctx, np, cpNamespace)
+		left, err := r.deleteMachines(ctx, np, cpNamespace)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if !gone {
+		if len(left) > 0 {
+			message := fmt.Sprintf("Deleting: waiting for %d machines to be drained and removed: %s", len(left), names(left))
+			conditions.Set(&np.Status.Conditions, np.Generation, hyperv1.Ready, metav1.ConditionFalse, DeletingReason, message)
 			return ctrl.Result{RequeueAfter: NodesPollWaiting}, nil
 		}
 	}
@@ -395,3 +410,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 	controllerutil.RemoveFinalizer(np, hyperv1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
 }
+
+// DeletingReason: the pool is being deleted and waits for its machines.
+const DeletingReason = "Deleting"
