@@ -111,7 +111,9 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// its control plane); their join Secrets are owned by them
 		// without blocking their deletion, so no finalizers subresource.
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"nodepools"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
-		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"nodepools/status"}, Verbs: []string{"update"}},
+		// A pool's status is patched: passes woken by its machines' changes
+		// read a cached copy that may lag the last write.
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"nodepools/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: readWrite},
 		// Secrets are read one by one past the cache; list and watch serve
 		// the label-selected watch of the pull-secret copies (RBAC cannot

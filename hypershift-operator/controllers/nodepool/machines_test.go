@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,9 +19,11 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	infrav1 "github.com/hypershift-le/hypershift/api/infrastructure/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 func testMachineInputs() machineInputs {
@@ -146,7 +149,17 @@ func newPodPool(t *testing.T, platform hyperv1.PlatformType, withMachineImage bo
 	if err := env.Client.Create(t.Context(), np); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: env.Client, APIReader: env.Client, Releases: releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())),
+	// The controller runs with the hypershift-operator's ClusterRole, as
+	// hypershift install binds it: a write it needs and lacks fails here.
+	user := "nodepool-" + ns
+	testenv.BindClusterRole(t, env.Client, rbac.ClusterRole(), user)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	operator, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: operator, APIReader: operator, Releases: releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(registry.Host())),
 		InsecureRegistries: []string{registry.Host()}}
 	return &podPool{r: r, np: np, cpNamespace: cpNamespace, releases: releases}
 }
