@@ -10,7 +10,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
@@ -44,6 +46,9 @@ func newRootCommand() *cobra.Command {
 }
 
 func main() {
+	// The CLI reports through its own output; controller-runtime's clients
+	// have nothing to log to, and must not warn that no logger was set.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil

@@ -36,7 +36,7 @@ func createDemo(ctx context.Context, c *localcluster.Cluster, pullSecret string)
 	err := c.Env.Client.Get(ctx, demoKey, hc)
 	if apierrors.IsNotFound(err) {
 		release := c.Registry.Releases[localcluster.Versions[0]]
-		args := []string{"cluster", "none", "--kubeconfig=" + c.Kubeconfig,
+		args := []string{"cluster", "pod", "--kubeconfig=" + c.Kubeconfig,
 			"--name=" + demoKey.Name, "--namespace=" + demoKey.Namespace, "--release-image=" + release, "--pull-secret=" + pullSecret,
 			"--node-pool-replicas=" + strconv.Itoa(demoWorkers), "--wait", "--timeout=8m"}
 		return execute(ctx, cluster.NewCreateCommand(), args...)
@@ -102,11 +102,11 @@ func writeDemoKubeconfig(ctx context.Context, c *localcluster.Cluster, stateDir 
 	return path, server, os.WriteFile(path, data, 0o600)
 }
 
-// joinDemoWorkers brings the demo NodePool's machines, as a user of
-// platform None does: real nodes of the local network that join the hosted
-// cluster with what the pool's join Secret holds, and nothing else. It
-// returns once the hosted cluster shows them Ready.
-func joinDemoWorkers(ctx context.Context, c *localcluster.Cluster, hostedKubeconfig []byte) error {
+// awaitDemoWorkers waits until the demo NodePool's machines (platform Pod:
+// the management cluster runs them, as Pods of the control-plane namespace)
+// have joined the hosted cluster and are Ready, printing each node as it
+// becomes Ready.
+func awaitDemoWorkers(ctx context.Context, c *localcluster.Cluster, hostedKubeconfig []byte) error {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(hostedKubeconfig)
 	if err != nil {
 		return err
@@ -117,34 +117,44 @@ func joinDemoWorkers(ctx context.Context, c *localcluster.Cluster, hostedKubecon
 	}
 	pool := &hyperv1.NodePool{}
 	if err := c.Env.Client.Get(ctx, demoKey, pool); apierrors.IsNotFound(err) {
-		fmt.Printf("HostedCluster %s has no NodePool %s: no workers join\n", demoKey, demoKey.Name)
+		fmt.Printf("HostedCluster %s has no NodePool %s: no workers\n", demoKey, demoKey.Name)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("failed to get NodePool %s: %w", demoKey, err)
 	}
-	join := &corev1.Secret{}
-	joinKey := client.ObjectKey{Namespace: pool.Namespace, Name: hyperv1.NodePoolJoinSecretName(pool.Name)}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := c.Env.Client.Get(ctx, joinKey, join)
-		return err == nil && len(join.Data[hyperv1.BootstrapKubeconfigKey]) > 0, nil
+	started := time.Now()
+	seen := map[string]bool{}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := hosted.List(ctx, nodes, client.MatchingLabels{hyperv1.NodePoolLabel: pool.Name}); err != nil {
+			return false, nil
+		}
+		for _, n := range nodes.Items {
+			if !seen[n.Name] && nodeReady(&n) {
+				seen[n.Name] = true
+				address := ""
+				for _, a := range n.Status.Addresses {
+					if a.Type == corev1.NodeInternalIP {
+						address = a.Address
+					}
+				}
+				fmt.Printf("Node %s of NodePool %s (a machine Pod of %s) is Ready at %s (%s)\n", n.Name, demoKey,
+					hyperv1.ControlPlaneNamespace(demoKey.Namespace, demoKey.Name), address, time.Since(started).Round(100*time.Millisecond))
+			}
+		}
+		return len(seen) >= demoWorkers, nil
 	})
 	if err != nil {
-		return fmt.Errorf("NodePool %s published no join material in Secret %s: %w", demoKey, joinKey, err)
-	}
-	replicas := 0
-	if pool.Spec.Replicas != nil {
-		replicas = int(*pool.Spec.Replicas)
-	}
-	for i := range replicas {
-		started := time.Now()
-		n, err := c.JoinNode(ctx, localcluster.JoinOptions{
-			Name: fmt.Sprintf("%s-%d", pool.Name, i), BootstrapKubeconfig: join.Data[hyperv1.BootstrapKubeconfigKey],
-			ClientCA: join.Data[hyperv1.CACertKey], KubeletConfig: join.Data[hyperv1.KubeletConfigKey], Client: hosted,
-		})
-		if err != nil {
-			return fmt.Errorf("machine %d of NodePool %s did not join: %w", i, demoKey, err)
-		}
-		fmt.Printf("Node %s of NodePool %s joined the hosted cluster and is Ready at %s (%s)\n", n.Name, demoKey, n.Address, time.Since(started).Round(100*time.Millisecond))
+		return fmt.Errorf("the machines of NodePool %s did not all join (kubectl get np,machines -A says why): %w", demoKey, err)
 	}
 	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -24,13 +24,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/test/localcluster"
 )
 
 func main() {
+	// It reports through its own output and the CLI's; controller-runtime's
+	// clients have nothing to log, and must not warn that no logger was set.
+	ctrllog.SetLogger(logr.Discard())
 	// A flag set of its own: controller-runtime registers --kubeconfig on
 	// the global one.
 	flags := flag.NewFlagSet("devcluster", flag.ExitOnError)
@@ -129,14 +134,16 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 	if err != nil {
 		return err
 	}
-	if err := joinDemoWorkers(ctx, c, raw); err != nil {
+	if err := awaitDemoWorkers(ctx, c, raw); err != nil {
 		return err
 	}
 	fmt.Printf(`
 The local cluster runs, with HostedCluster clusters/demo Available: a real
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler, its API at
-%[6]s (a NodePort of a node), and NodePool clusters/demo's workers: real
-nodes joined to it, with kube-proxy and CoreDNS.
+%[6]s (a NodePort of a node), and NodePool clusters/demo's workers: machines
+the management cluster runs for it (platform Pod: each a Pod of clusters-demo
+with its own containerd and kubelet, made by cluster-api), with kube-proxy,
+CoreDNS and the pod network.
 Use the hosted cluster (its admin kubeconfig, as hypershift create kubeconfig prints it):
   bin/hypershift create kubeconfig --kubeconfig=%[1]s --name=demo --namespace=clusters > %[7]s
   kubectl --kubeconfig=%[7]s get nodes
@@ -146,8 +153,10 @@ Use the hosted cluster (its admin kubeconfig, as hypershift create kubeconfig pr
 Watch the management cluster:
   export KUBECONFIG=%[1]s
   bin/hypershift get leaders -A
-  kubectl get hostedclusters -A
-  kubectl -n clusters-demo get pods -o wide
+  kubectl get hostedclusters,nodepools -A
+  kubectl -n clusters-demo get pods,machines,podmachines -o wide
+Scale the workers (new machines join; removed ones are drained first):
+  kubectl scale nodepool demo -n clusters --replicas=3
 Upgrade it to the second payload (the control-plane-operator, then etcd, the kube-apiserver, the controllers):
   bin/hypershift update cluster demo --kubeconfig=%[1]s --release-image=%[2]s --wait
 Logs of every pod: kubectl logs (through the kubelets)   The nodes' own: %[3]s/nodes/<node>/*.log

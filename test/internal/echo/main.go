@@ -1,6 +1,8 @@
 // Command echo is what the real nodes' tests run in pods to check the
 // network and volumes: `echo serve ADDRESS` answers every connection with
-// "echo from HOSTNAME"; `echo connect ADDRESS` prints the answer of the
+// "echo from HOSTNAME" (on SIGTERM it goes on answering for shutdownDelay,
+// while the endpoint's removal reaches every node, then exits, as a server
+// that loses no request when its pod is evicted does); `echo connect ADDRESS` prints the answer of the
 // server there (ADDRESS may name a Service: the pod's DNS resolves it),
 // retrying for up to 30 seconds, and fails when none came; `echo append
 // FILE` appends "written by HOSTNAME" to FILE and prints what FILE holds.
@@ -12,6 +14,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -40,6 +44,13 @@ func serve(address string) {
 		os.Exit(1)
 	}
 	host, _ := os.Hostname()
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-stop
+		time.Sleep(shutdownDelay)
+		os.Exit(0)
+	}()
 	for {
 		conn, err := l.Accept()
 		if err != nil {
@@ -49,6 +60,9 @@ func serve(address string) {
 		_ = conn.Close()
 	}
 }
+
+// shutdownDelay is how long a server answers after SIGTERM.
+const shutdownDelay = 3 * time.Second
 
 func connect(address string) {
 	deadline := time.Now().Add(30 * time.Second)
