@@ -165,10 +165,12 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 }
 
 // FencingPolicyNames are the ValidatingAdmissionPolicies the operator
-// applies (render.FencingPolicy, render.LeaseGuardPolicy and
-// render.KeepAlivePolicy), the only ones it may patch.
+// applies (render.FencingPolicy, render.ClusterAPIFencingPolicy,
+// render.LeaseGuardPolicy and render.KeepAlivePolicy), the only ones it may
+// patch.
 var FencingPolicyNames = []string{
 	"control-plane-operator-fencing.hypershift.openshift.io",
+	"cluster-api-fencing.hypershift.openshift.io",
 	"control-plane-operator-lease-guard.hypershift.openshift.io",
 	"lease-param-keepalive.hypershift.openshift.io",
 }

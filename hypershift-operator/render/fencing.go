@@ -69,10 +69,20 @@ var podNameExpression = fmt.Sprintf("(has(request.userInfo.extra) && '%[1]s' in 
 
 // FencingPolicy is the one policy every control-plane namespace binds.
 func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	holds := fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 && has(params.spec.holderIdentity) && params.spec.holderIdentity != '' && params.spec.holderIdentity == request.userInfo.extra['%[1]s'][0]", PodNameExtra)
+	return leaderFencingPolicy(FencingPolicyName, hyperv1.ControlPlaneOperatorName, holds, FencingMessageMarker)
+}
+
+// leaderFencingPolicy is a policy, whose param is a Lease, that refuses
+// namespaced writes by the ServiceAccount serviceAccount of the request's
+// namespace unless holds (a CEL expression over the request and the Lease)
+// is true; its denials start with marker and name the writing pod and the
+// holder.
+func leaderFencingPolicy(name, serviceAccount, holds, marker string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	holder := "(has(params.spec.holderIdentity) && params.spec.holderIdentity != '' ? params.spec.holderIdentity : '" + noHolder + "')"
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: FencingPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
@@ -93,12 +103,12 @@ func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				}}},
 			},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "control-plane-operator",
-				Expression: "request.namespace != '' && request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + hyperv1.ControlPlaneOperatorName + "'",
+				Name:       serviceAccount,
+				Expression: "request.namespace != '' && request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + serviceAccount + "'",
 			}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 && has(params.spec.holderIdentity) && params.spec.holderIdentity != '' && params.spec.holderIdentity == request.userInfo.extra['%[1]s'][0]", PodNameExtra),
-				MessageExpression: "'" + FencingMessageMarker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
+				Expression: holds,
+				MessageExpression: "'" + marker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
 					"' (holder: ' + " + holder + " + '); only the holder may write'",
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
@@ -144,16 +154,22 @@ func FencingBinding(in Inputs) *admissionregistrationv1.ValidatingAdmissionPolic
 // FencingBindingFor binds the policy to namespace ns, annotated with the
 // HostedCluster key it serves.
 func FencingBindingFor(ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return leaderFencingBinding(FencingBindingName(ns), FencingPolicyName, hyperv1.ControlPlaneOperatorLeaseName, ns, clusterKey)
+}
+
+// leaderFencingBinding binds policy to namespace ns, with the Lease
+// leaseName of the request's namespace as its param.
+func leaderFencingBinding(name, policy, leaseName, ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta: metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        FencingBindingName(ns),
+			Name:        name,
 			Annotations: map[string]string{hyperv1.ClusterAnnotation: clusterKey},
 		},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: FencingPolicyName,
+			PolicyName: policy,
 			ParamRef: &admissionregistrationv1.ParamRef{
-				Name:                    hyperv1.ControlPlaneOperatorLeaseName,
+				Name:                    leaseName,
 				ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
 			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
@@ -169,10 +185,11 @@ func FencingBindingFor(ns, clusterKey string) *admissionregistrationv1.Validatin
 const LeaseGuardPolicyName = "control-plane-operator-lease-guard.hypershift.openshift.io"
 
 // LeaseGuardPolicy refuses, in control-plane namespaces, what would leave a
-// control-plane-operator unfenced (see the fencing comment above):
-//   - deleting the CPO Lease while its namespace is not being deleted, by
-//     anyone: the Lease goes with its namespace, that is, with its
-//     HostedCluster;
+// control-plane-operator, or a cluster-api manager, unfenced (see the
+// fencing comment above, and ClusterAPIFencingPolicy):
+//   - deleting the CPO Lease, or the cluster-api manager's, while its
+//     namespace is not being deleted, by anyone: the Lease goes with its
+//     namespace, that is, with its HostedCluster;
 //   - any write by the CPO's ServiceAccount in a namespace being deleted,
 //     other than a delete, a Lease operation or an update of its
 //     HostedControlPlane (removing its finalizer).
@@ -194,9 +211,9 @@ func LeaseGuardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			},
 			Validations: []admissionregistrationv1.Validation{
 				{
-					Expression: "!(" + lease + " && request.operation == 'DELETE' && request.name == '" + hyperv1.ControlPlaneOperatorLeaseName + "') || " + terminating,
-					Message: "Lease " + hyperv1.ControlPlaneOperatorLeaseName + " is the fencing policy's param: it is deleted only with its control-plane namespace " +
-						"(delete the HostedCluster, or the namespace)",
+					Expression: "!(" + lease + " && request.operation == 'DELETE' && request.name in ['" + hyperv1.ControlPlaneOperatorLeaseName + "', '" + hyperv1.ClusterAPILeaseName + "']) || " + terminating,
+					MessageExpression: "'Lease ' + request.name + ' is the param of a fencing policy: it is deleted only with its control-plane namespace " +
+						"(delete the HostedCluster, or the namespace)'",
 					Reason: ptr.To(metav1.StatusReasonForbidden),
 				},
 				{

@@ -122,6 +122,11 @@ func TestFencingPolicyGolden(t *testing.T) {
 	testutil.CompareWithGolden(t, "fencing-policy", FencingPolicy())
 }
 
+func TestClusterAPIFencingGolden(t *testing.T) {
+	testutil.CompareWithGolden(t, "cluster-api-fencing-policy", ClusterAPIFencingPolicy())
+	testutil.CompareWithGolden(t, "cluster-api-fencing-binding", ClusterAPIFencingBindingFor("clusters-demo", "clusters/demo"))
+}
+
 func TestControlPlaneOperatorDeploymentIsRestricted(t *testing.T) {
 	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {

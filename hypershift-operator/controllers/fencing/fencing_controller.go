@@ -1,6 +1,7 @@
 // Package fencing is the hypershift-operator's controller for the
 // cluster-scoped admission objects that fencing relies on in every
-// control-plane namespace: the fencing policy, the Lease guard with its
+// control-plane namespace: the fencing policies (the control-plane-operator's
+// and the cluster-api manager's), the Lease guard with its
 // binding, and the keep-alive bindings that keep the API server's Lease
 // param informer from being stopped (see render.FencingPolicy,
 // render.LeaseGuardPolicy and render.KeepAlivePolicy). It applies them at
@@ -43,10 +44,11 @@ type Reconciler struct {
 }
 
 // Required are the cluster-scoped objects that fence every control-plane
-// namespace.
+// namespace (the cluster-api manager's policy serves those of platform Pod).
 func Required() []client.Object {
 	return []client.Object{
 		render.FencingPolicy(),
+		render.ClusterAPIFencingPolicy(),
 		render.LeaseGuardPolicy(),
 		render.LeaseGuardBinding(),
 	}

@@ -116,10 +116,10 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
 		return false, result, err
 	}
-	// The fencing binding goes with the HostedControlPlane: the namespace
-	// controller removes the Lease among everything else, and a binding
+	// The fencing bindings go with the HostedControlPlane: the namespace
+	// controller removes the Leases among everything else, and a binding
 	// without its param would refuse the rest of the namespace's deletion.
-	if err := r.deleteFencingBinding(ctx, s.namespace, s.key()); err != nil {
+	if err := r.deleteFencingBindings(ctx, s.namespace, s.key()); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	// Cluster-scoped: the namespace's deletion would leave them behind.

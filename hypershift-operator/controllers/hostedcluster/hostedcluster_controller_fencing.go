@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +41,7 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 	switch {
 	case !r.Fencing.Enabled:
 		conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "Disabled", "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder")
-		return r.deleteFencingBinding(ctx, in.Namespace(), render.ClusterKey(hc))
+		return r.deleteFencingBindings(ctx, in.Namespace(), render.ClusterKey(hc))
 	case r.Fencing.Unavailable != "":
 		conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "Unsupported", r.Fencing.Unavailable)
 		return nil
@@ -52,6 +53,9 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 		return err
 	}
 	if _, err := r.applier().Apply(ctx, render.FencingBinding(in)); err != nil {
+		return err
+	}
+	if err := r.reconcileClusterAPIFencing(ctx, in); err != nil {
 		return err
 	}
 	if missing, err := r.missingFencingObjects(ctx); err != nil || missing != "" {
@@ -81,11 +85,44 @@ func (r *Reconciler) missingFencingObjects(ctx context.Context) (string, error) 
 	return "", nil
 }
 
-// deleteFencingBinding removes the binding of namespace, if there is one
-// and it serves the HostedCluster clusterKey.
-func (r *Reconciler) deleteFencingBinding(ctx context.Context, namespace, clusterKey string) error {
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(namespace)}}
-	return r.deleteClusterScoped(ctx, binding, "fencing binding", clusterKey)
+// reconcileClusterAPIFencing fences a platform Pod cluster's cluster-api
+// manager (render.ClusterAPIFencingPolicy) before its Deployment is
+// applied: its Lease, with no holder, then its binding.
+func (r *Reconciler) reconcileClusterAPIFencing(ctx context.Context, in render.Inputs) error {
+	if in.HostedCluster.Spec.Platform.Type != hyperv1.PodPlatform {
+		return nil
+	}
+	// The cache holds Deployments, not this Lease: while the manager's
+	// Deployment exists, so does its Lease (the manager keeps it, the
+	// Lease guard refuses its deletion), and a converged cluster costs no
+	// request.
+	key := client.ObjectKey{Namespace: in.Namespace(), Name: hyperv1.ClusterAPIName}
+	if err := r.Client.Get(ctx, key, &appsv1.Deployment{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("failed to get Deployment %s: %w", key, err)
+		}
+		if err := r.createLease(ctx, in.Namespace(), hyperv1.ClusterAPILeaseName); err != nil {
+			return err
+		}
+	}
+	_, err := r.applier().Apply(ctx, render.ClusterAPIFencingBinding(in))
+	return err
+}
+
+// deleteFencingBindings removes the fencing bindings of namespace (the
+// control-plane-operator's and the cluster-api manager's), those that
+// exist and serve the HostedCluster clusterKey.
+func (r *Reconciler) deleteFencingBindings(ctx context.Context, namespace, clusterKey string) error {
+	for name, what := range map[string]string{
+		render.FencingBindingName(namespace):           "fencing binding",
+		render.ClusterAPIFencingBindingName(namespace): "cluster-api fencing binding",
+	} {
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := r.deleteClusterScoped(ctx, binding, what, clusterKey); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteClusterScoped deletes obj (a cluster-scoped object, named), which
@@ -108,15 +145,21 @@ func (r *Reconciler) deleteClusterScoped(ctx context.Context, obj client.Object,
 	return nil
 }
 
-// ensureLease creates the CPO Lease, with no holder, when it is missing.
+// ensureLease creates the CPO Lease, with no holder, when the cache does
+// not hold it.
 func (r *Reconciler) ensureLease(ctx context.Context, namespace string) error {
 	key := client.ObjectKey{Namespace: namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}
 	if err := r.Client.Get(ctx, key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 		return err
 	}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: key.Name}}
+	return r.createLease(ctx, namespace, key.Name)
+}
+
+// createLease creates the Lease name, with no holder, unless it exists.
+func (r *Reconciler) createLease(ctx context.Context, namespace, name string) error {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if err := r.Client.Create(ctx, lease, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to create Lease %s: %w", key, err)
+		return fmt.Errorf("failed to create Lease %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }
