@@ -187,7 +187,14 @@ func (r *Reconciler) removeRevisionsExcept(ctx context.Context, in machineInputs
 // and bootstrap Secrets. It returns the machines left, each with what its
 // deletion waits for (cluster-api's Deleting condition: a drain that a
 // PodDisruptionBudget holds up, say).
-func (r *Reconciler) deleteMachines(ctx context.Context, np *hyperv1.NodePool, namespace string) ([]string, error) {
+//
+// With clusterGoing (the HostedCluster is being deleted, or gone), the
+// machines are not drained, nor waited on for volumes to detach: the
+// hosted cluster goes with them, its workloads have nowhere to move, and a
+// PodDisruptionBudget would hold the teardown for good. cluster-api skips
+// drains for the same reason when its Cluster is deleted; here the pools
+// go first, while the Cluster stays, so the HO says so on each Machine.
+func (r *Reconciler) deleteMachines(ctx context.Context, np *hyperv1.NodePool, namespace string, clusterGoing bool) ([]string, error) {
 	labels := client.MatchingLabels{clusterv1.ClusterNameLabel: np.Spec.ClusterName, hyperv1.NodePoolLabel: np.Name}
 	for _, obj := range []client.Object{
 		&clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: np.Name}},
@@ -205,6 +212,11 @@ func (r *Reconciler) deleteMachines(ctx context.Context, np *hyperv1.NodePool, n
 		var left []string
 		for i := range machines.Items {
 			m := &machines.Items[i]
+			if clusterGoing {
+				if err := r.skipDrain(ctx, m); err != nil {
+					return nil, err
+				}
+			}
 			why := "not deleted yet"
 			if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineDeletingCondition); c != nil && c.Status == metav1.ConditionTrue {
 				why = strings.Join(strings.Fields(c.Message), " ")
@@ -216,4 +228,24 @@ func (r *Reconciler) deleteMachines(ctx context.Context, np *hyperv1.NodePool, n
 	}
 	// No MachineSet is left to use them either.
 	return nil, r.removeRevisionsExcept(ctx, machineInputs{pool: np, cluster: np.Spec.ClusterName}, map[string]bool{})
+}
+
+// skipDrain annotates machine m, unless it is already, so that cluster-api
+// deletes it without draining its node or waiting for its volumes.
+func (r *Reconciler) skipDrain(ctx context.Context, m *clusterv1.Machine) error {
+	_, drain := m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation]
+	_, volumes := m.Annotations[clusterv1.ExcludeWaitForNodeVolumeDetachAnnotation]
+	if drain && volumes {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation] = "the HostedCluster is being deleted"
+	m.Annotations[clusterv1.ExcludeWaitForNodeVolumeDetachAnnotation] = "the HostedCluster is being deleted"
+	if err := r.Client.Patch(ctx, m, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to mark Machine %s/%s not to be drained: %w", m.Namespace, m.Name, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package nodepool
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -350,6 +352,10 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 		if c := condition(t, p.np, hyperv1.Ready); c.Reason != DeletingReason || !strings.Contains(c.Message, "waiting for 1 machines to be drained and removed: workers-b-1") {
 			t.Errorf("Ready while deleting: %+v", c)
 		}
+		m := &clusterv1.Machine{}
+		if exists(t, m, p.cpNamespace, "workers-b-1"); m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation] != "" {
+			t.Error("a machine of a pool deleted on its own is not drained")
+		}
 		if err := env.Client.Delete(t.Context(), &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: p.cpNamespace, Name: "workers-b-1"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -362,6 +368,46 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 			t.Errorf("templates left: %v (%v)", list.Items, err)
 		}
 	})
+}
+
+// TestNodePoolOfAClusterBeingDeleted checks that the machines of a pool
+// deleted with its HostedCluster are not drained: a PodDisruptionBudget
+// would hold the cluster's teardown for good.
+func TestNodePoolOfAClusterBeingDeleted(t *testing.T) {
+	p := newPodPool(t, hyperv1.PodPlatform, true)
+	p.reconcile(t)
+	template := p.machineDeployment(t).Spec.Template.Spec.InfrastructureRef.Name
+	p.machine(t, "workers-a-1", "workers-a", template)
+	hc := &hyperv1.HostedCluster{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: p.np.Namespace, Name: p.np.Spec.ClusterName}, hc); err != nil {
+		t.Fatal(err)
+	}
+	// Held by a finalizer, as the hypershift-operator's teardown holds it.
+	hc.Finalizers = append(hc.Finalizers, "test.hypershift.openshift.io/hold")
+	if err := env.Client.Update(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Patch(context.Background(), hc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	for _, obj := range []client.Object{hc, p.np} {
+		if err := env.Client.Delete(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.reconcile(t)
+	m := &clusterv1.Machine{}
+	if !exists(t, m, p.cpNamespace, "workers-a-1") {
+		t.Fatal("the machine is gone")
+	}
+	for _, a := range []string{clusterv1.ExcludeNodeDrainingAnnotation, clusterv1.ExcludeWaitForNodeVolumeDetachAnnotation} {
+		if _, ok := m.Annotations[a]; !ok {
+			t.Errorf("the machine of a pool deleted with its cluster lacks %s: %v", a, m.Annotations)
+		}
+	}
+	if c := condition(t, p.np, hyperv1.Ready); !strings.Contains(c.Message, "waiting for 1 machines to be removed (not drained: their HostedCluster is being deleted): workers-a-1") {
+		t.Errorf("Ready while deleting: %+v", c)
+	}
 }
 
 func TestNodePoolOfPlatformPodRefusals(t *testing.T) {

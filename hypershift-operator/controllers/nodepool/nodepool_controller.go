@@ -389,15 +389,25 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 		return ctrl.Result{}, nil
 	}
 	if np.Spec.Platform.Type == hyperv1.PodPlatform {
-		// The machines leave first: cluster-api drains each node, then
-		// deletes its machine and its Node, while the token still joins
-		// none after them.
-		left, err := r.deleteMachines(ctx, np, cpNamespace)
+		// The machines leave first: cluster-api drains each node (unless
+		// the whole cluster goes), then deletes its machine and its Node,
+		// while the token still joins none after them.
+		hc := &hyperv1.HostedCluster{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}, hc)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("failed to get HostedCluster %s/%s: %w", np.Namespace, np.Spec.ClusterName, err)
+		}
+		clusterGoing := apierrors.IsNotFound(err) || !hc.DeletionTimestamp.IsZero()
+		left, err := r.deleteMachines(ctx, np, cpNamespace, clusterGoing)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if len(left) > 0 {
-			message := fmt.Sprintf("Deleting: waiting for %d machines to be drained and removed: %s", len(left), names(left))
+			what := "drained and removed"
+			if clusterGoing {
+				what = "removed (not drained: their HostedCluster is being deleted)"
+			}
+			message := fmt.Sprintf("Deleting: waiting for %d machines to be %s: %s", len(left), what, names(left))
 			conditions.Set(&np.Status.Conditions, np.Generation, hyperv1.Ready, metav1.ConditionFalse, DeletingReason, message)
 			return ctrl.Result{RequeueAfter: NodesPollWaiting}, nil
 		}
