@@ -32,8 +32,9 @@ const (
 	ServingDeniedReason   = "HyperShiftServingDenied"
 )
 
-// approverResync is how often every pending request is looked at again: a
-// request for a Node that has not registered yet waits for it.
+// approverResync is how often every pending request is looked at again,
+// should a change have been missed: a request waits for its Node's
+// registration and adoption, which the Node's watch reports at once.
 const approverResync = 10 * time.Second
 
 // ServingApprover approves the kubelets' serving certificate requests in
@@ -49,6 +50,9 @@ type ServingApprover struct {
 	// kubeconfig Secret in it.
 	Namespace string
 	Client    client.Reader
+	// Resync is how often every request is looked at again, whatever
+	// changed; approverResync when zero.
+	Resync time.Duration
 }
 
 // Start watches the hosted cluster's requests until ctx ends, and again
@@ -93,7 +97,11 @@ func (a *ServingApprover) Start(ctx context.Context) error {
 // watch decides every pending serving request of the hosted cluster, as
 // it comes and every approverResync, until ctx ends.
 func (a *ServingApprover) watch(ctx context.Context, clientset kubernetes.Interface) {
-	factory := informers.NewSharedInformerFactory(clientset, approverResync)
+	resync := a.Resync
+	if resync == 0 {
+		resync = approverResync
+	}
+	factory := informers.NewSharedInformerFactory(clientset, resync)
 	informer := factory.Certificates().V1().CertificateSigningRequests().Informer()
 	nodes := factory.Core().V1().Nodes().Lister()
 	decide := func(obj any) {
@@ -107,6 +115,40 @@ func (a *ServingApprover) watch(ctx context.Context, clientset kubernetes.Interf
 		UpdateFunc: func(_, obj any) { decide(obj) },
 	}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to watch the hosted cluster's certificate signing requests")
+		return
+	}
+	// A Node's registration (or its pool label, or its addresses) is what
+	// a request of its waits for: the requests that name it are decided at
+	// once, not at the next resync, so that its kubelet serves (logs,
+	// exec) within moments of joining.
+	nodeChanged := func(obj any) {
+		node, ok := obj.(*corev1.Node)
+		if !ok {
+			return
+		}
+		// Cheap checks first: a Node's status changes often, and only a
+		// Node not adopted yet needs its client request parsed.
+		adopted := node.Labels[hyperv1.NodePoolLabel] != ""
+		for _, item := range informer.GetStore().List() {
+			csr, ok := item.(*certificatesv1.CertificateSigningRequest)
+			switch {
+			case !ok:
+			case csrapproval.NodeName(csr) == node.Name:
+				if !csrapproval.Decided(csr) {
+					decide(csr)
+				}
+			case !adopted && csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName:
+				if _, name, ok := csrapproval.BootstrapClient(csr); ok && name == node.Name {
+					decide(csr)
+				}
+			}
+		}
+	}
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    nodeChanged,
+		UpdateFunc: func(_, obj any) { nodeChanged(obj) },
+	}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to watch the hosted cluster's nodes")
 		return
 	}
 	factory.Start(ctx.Done())
@@ -162,6 +204,9 @@ func (a *ServingApprover) decide(ctx context.Context, clientset kubernetes.Inter
 	node, err := nodes.Get(name)
 	if err != nil || node.Labels[hyperv1.NodePoolLabel] == "" {
 		return // looked at again once the Node registers and is adopted
+	}
+	if len(node.Status.Addresses) == 0 {
+		return // looked at again once the Node reports where it is: judged against none, it would be denied
 	}
 	condition := certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,

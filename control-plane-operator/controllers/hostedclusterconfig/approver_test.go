@@ -59,7 +59,9 @@ func TestServingApprover(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- (&ServingApprover{Namespace: ns, Client: env.Client}).Start(ctx) }()
+	// No resync within the test: what a request waits for (its Node's
+	// registration, its adoption) must wake it.
+	go func() { done <- (&ServingApprover{Namespace: ns, Client: env.Client, Resync: time.Hour}).Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -99,8 +101,10 @@ func TestServingApprover(t *testing.T) {
 	if c := decision(t, orphan); c != nil {
 		t.Fatalf("a request of a Node of no NodePool was decided: %+v", c)
 	}
+	registered := time.Now()
 	registerNode(t, "approver-node-b", "198.18.0.203", "workers")
 	awaitDecision(t, early, certificatesv1.CertificateApproved, ServingApprovedReason)
+	t.Logf("a request waiting for its Node was approved %s after the Node registered", time.Since(registered).Round(time.Millisecond))
 }
 
 // installPoolToken installs bootstrap token id of NodePool pool in
