@@ -61,7 +61,7 @@ func cgroupRoot(hs []hierarchy) (string, error) {
 			}
 		}
 	}
-	return "", errors.New("the machine runs on cgroup v2 only (no memory controller in a v1 hierarchy): machines of platform Pod need a management node on cgroup v1 or hybrid hierarchies")
+	return "", errors.New("this management node has cgroup v2 only (no memory controller in a v1 hierarchy): machines of platform Pod need a management node with cgroup v1 or hybrid hierarchies")
 }
 
 // mountCgroups mounts every cgroup hierarchy whole, read-write, in place of
