@@ -41,6 +41,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("create", testCreate)
 	t.Run("hosted API", testHostedAPI)
 	t.Run("a node joins the hosted cluster", testNodeJoins)
+	t.Run("machines of platform Pod", testMachines)
 	t.Run("refused by the management cluster", testRefused)
 	t.Run("upgrade", testUpgrade)
 	t.Run("fencing", testFencing)

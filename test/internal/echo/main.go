@@ -1,8 +1,9 @@
 // Command echo is what the real nodes' tests run in pods to check the
 // network and volumes: `echo serve ADDRESS` answers every connection with
-// "echo from HOSTNAME" (on SIGTERM it goes on answering for shutdownDelay,
-// while the endpoint's removal reaches every node, then exits, as a server
-// that loses no request when its pod is evicted does); `echo connect ADDRESS` prints the answer of the
+// "echo from HOSTNAME" (on SIGTERM it goes on answering for a while, 3s or
+// $ECHO_SHUTDOWN_DELAY, while the endpoint's removal reaches every node's
+// kube-proxy, then exits, as a server that loses no request when its pod
+// is evicted does); `echo connect ADDRESS` prints the answer of the
 // server there (ADDRESS may name a Service: the pod's DNS resolves it),
 // retrying for up to 30 seconds, and fails when none came; `echo append
 // FILE` appends "written by HOSTNAME" to FILE and prints what FILE holds.
@@ -48,7 +49,7 @@ func serve(address string) {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-stop
-		time.Sleep(shutdownDelay)
+		time.Sleep(shutdownDelay())
 		os.Exit(0)
 	}()
 	for {
@@ -61,8 +62,14 @@ func serve(address string) {
 	}
 }
 
-// shutdownDelay is how long a server answers after SIGTERM.
-const shutdownDelay = 3 * time.Second
+// shutdownDelay is how long a server answers after SIGTERM: 3s, or
+// $ECHO_SHUTDOWN_DELAY (a Go duration) when set.
+func shutdownDelay() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("ECHO_SHUTDOWN_DELAY")); err == nil && d >= 0 {
+		return d
+	}
+	return 3 * time.Second
+}
 
 func connect(address string) {
 	deadline := time.Now().Add(30 * time.Second)

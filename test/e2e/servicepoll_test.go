@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// servicePoller asks the web Service for an answer every 100 ms, through
+// its node port on the nodes that take traffic (Ready and not cordoned),
+// as a load balancer in front of the nodes does, and counts the answers
+// and the failures.
+type servicePoller struct {
+	stop       chan struct{}
+	done       sync.WaitGroup
+	mu         sync.Mutex
+	ok, failed int
+	failures   []string
+}
+
+func pollService(t *testing.T, hc client.Client, nodePort int32) *servicePoller {
+	p := &servicePoller{stop: make(chan struct{})}
+	var targets []servingNode
+	var refreshed time.Time
+	p.done.Add(1)
+	go func() {
+		defer p.done.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if time.Since(refreshed) > 500*time.Millisecond {
+				if addrs, err := servingNodes(t, hc); err == nil && len(addrs) > 0 {
+					targets, refreshed = addrs, time.Now()
+				}
+			}
+			if len(targets) == 0 {
+				continue
+			}
+			node := targets[i%len(targets)]
+			err := ask(net.JoinHostPort(node.address, strconv.Itoa(int(nodePort))))
+			p.mu.Lock()
+			if err != nil {
+				p.failed++
+				p.failures = append(p.failures, time.Now().Format("15:04:05.000")+" through node "+node.name+": "+err.Error())
+			} else {
+				p.ok++
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// servingNodes are the addresses of the nodes a load balancer sends to:
+// Ready, schedulable, and whose kube-proxy says it serves Services (its
+// /healthz, which cloud load balancers probe: it fails until kube-proxy
+// has programmed the node, and once the node is being deleted).
+func servingNodes(t *testing.T, hc client.Client) ([]servingNode, error) {
+	nodes := &corev1.NodeList{}
+	if err := hc.List(t.Context(), nodes); err != nil {
+		return nil, err
+	}
+	var out []servingNode
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !nodeReady(&n) {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && kubeProxyHealthy(a.Address) {
+				out = append(out, servingNode{name: n.Name, address: a.Address})
+			}
+		}
+	}
+	return out, nil
+}
+
+// servingNode is a node a load balancer sends to, by name and address.
+type servingNode struct{ name, address string }
+
+// kubeProxyHealthy probes the kube-proxy of the node at address, on its
+// default health port: healthy, and past its first sync of the rules
+// (its /healthz is also 200 while it starts, with lastUpdated zero).
+func kubeProxyHealthy(address string) bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + net.JoinHostPort(address, "10256") + "/healthz")
+	if err != nil {
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var health struct {
+		LastUpdated time.Time `json:"lastUpdated"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&health) != nil {
+		return false
+	}
+	return !health.LastUpdated.IsZero()
+}
+
+// ask reads one answer of the server at address.
+func ask(address string) error {
+	conn, err := net.DialTimeout("tcp", address, time.Second)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	answer, err := io.ReadAll(conn)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(string(answer), "echo from web-") {
+		return fmt.Errorf("answer %q", answer)
+	}
+	return nil
+}
+
+// finish stops the poller and returns its counts.
+func (p *servicePoller) finish() (ok, failed int, failures []string) {
+	close(p.stop)
+	p.done.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok, p.failed, p.failures
+}
