@@ -41,7 +41,7 @@ func runCommand() *cobra.Command {
 		Use:   "run",
 		Short: "Bring the machine up and supervise containerd and the kubelet until SIGTERM",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(*cobra.Command, []string) error {
 			if address != "" {
 				a, err := netip.ParseAddr(address)
 				if err != nil {
@@ -76,7 +76,7 @@ func podNetworkCommand() *cobra.Command {
 		Use:   "pod-network",
 		Short: "Keep this machine's part of the hosted cluster's pod network: pod subnet, VXLAN routes to the other machines, masquerade",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(*cobra.Command, []string) error {
 			prefix, err := netip.ParsePrefix(clusterNetwork)
 			if err != nil || !prefix.Addr().Is4() {
 				return fmt.Errorf("--cluster-network %q: want an IPv4 CIDR such as 10.132.0.0/14", clusterNetwork)

@@ -72,7 +72,7 @@ func ensureDevice(plan Plan) (netlink.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(addrs) != 1 || !addrs[0].IPNet.IP.Equal(gateway.IP) {
+	if len(addrs) != 1 || !addrs[0].IP.Equal(gateway.IP) {
 		for i := range addrs {
 			_ = netlink.AddrDel(link, &addrs[i])
 		}

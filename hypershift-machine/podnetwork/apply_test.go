@@ -37,7 +37,7 @@ func inNamespace(t *testing.T, name string, f func() error) error {
 			errc <- err
 			return
 		}
-		defer h.Close()
+		defer func() { _ = h.Close() }()
 		if err := netns.Set(h); err != nil {
 			errc <- err
 			return

@@ -460,7 +460,7 @@ func testSecondPool(t *testing.T, hc client.Client) {
 	}
 	testutil.Eventually(t, 3*time.Minute, func() error {
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(extra), &hyperv1.NodePool{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("NodePool extra is still there (%v)", err)
+			return fmt.Errorf("NodePool extra is still there (%w)", err)
 		}
 		return nil
 	})

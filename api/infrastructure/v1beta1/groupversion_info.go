@@ -9,7 +9,7 @@ import (
 // GroupVersion is the group and version of every type in this package.
 var GroupVersion = schema.GroupVersion{Group: "infrastructure.hypershift.openshift.io", Version: "v1beta1"}
 
-// ContractLabel, on a CRD, tells cluster-api which of its contracts the
+// ContractLabel tells cluster-api, on a CRD, which of its contracts the
 // kind keeps, by API version: this package's v1beta1 keeps cluster-api's
 // v1beta2 contract.
 const ContractLabel = "cluster.x-k8s.io/v1beta2"

@@ -154,7 +154,7 @@ func machineDeployment(in machineInputs) *clusterv1.MachineDeployment {
 		},
 	}
 	if np.Spec.NodeDrainTimeout != nil && np.Spec.NodeDrainTimeout.Duration > 0 {
-		md.Spec.Template.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(int32(np.Spec.NodeDrainTimeout.Duration.Seconds()))
+		md.Spec.Template.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(int32(np.Spec.NodeDrainTimeout.Seconds()))
 	}
 	return md
 }

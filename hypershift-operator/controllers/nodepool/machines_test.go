@@ -189,7 +189,7 @@ func (p *podPool) machineDeployment(t *testing.T) *clusterv1.MachineDeployment {
 
 // machine creates a Machine of the pool, made by MachineSet set, as
 // cluster-api would.
-func (p *podPool) machine(t *testing.T, name, set, template string) *clusterv1.Machine {
+func (p *podPool) machine(t *testing.T, name, set string) *clusterv1.Machine {
 	t.Helper()
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.cpNamespace, Name: name, Labels: map[string]string{
@@ -269,7 +269,7 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 		t.Error("a MachineHealthCheck without autoRepair")
 	}
 	p.machineSet(t, "workers-a", template, join)
-	p.machine(t, "workers-a-1", "workers-a", template)
+	p.machine(t, "workers-a-1", "workers-a")
 	p.reconcile(t)
 	if p.np.Status.Version != "4.17.0" || condition(t, p.np, hyperv1.UpdatingVersion).Status != metav1.ConditionFalse {
 		t.Fatalf("version %q, UpdatingVersion %+v", p.np.Status.Version, condition(t, p.np, hyperv1.UpdatingVersion))
@@ -308,7 +308,7 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.machineSet(t, "workers-b", next, *md.Spec.Template.Spec.Bootstrap.DataSecretName)
-		p.machine(t, "workers-b-1", "workers-b", next)
+		p.machine(t, "workers-b-1", "workers-b")
 		p.reconcile(t)
 		if c := condition(t, p.np, hyperv1.UpdatingVersion); c.Status != metav1.ConditionFalse || p.np.Status.Version != "4.17.1" {
 			t.Errorf("after the rollout: version %q, UpdatingVersion %+v", p.np.Status.Version, c)
@@ -376,8 +376,7 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 func TestNodePoolOfAClusterBeingDeleted(t *testing.T) {
 	p := newPodPool(t, hyperv1.PodPlatform, true)
 	p.reconcile(t)
-	template := p.machineDeployment(t).Spec.Template.Spec.InfrastructureRef.Name
-	p.machine(t, "workers-a-1", "workers-a", template)
+	p.machine(t, "workers-a-1", "workers-a")
 	hc := &hyperv1.HostedCluster{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: p.np.Namespace, Name: p.np.Spec.ClusterName}, hc); err != nil {
 		t.Fatal(err)

@@ -421,5 +421,5 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
 }
 
-// DeletingReason: the pool is being deleted and waits for its machines.
+// DeletingReason says the pool is being deleted and waits for its machines.
 const DeletingReason = "Deleting"
