@@ -17,9 +17,9 @@ import (
 )
 
 // servicePoller asks the web Service for an answer every 100 ms, through
-// its node port on the nodes that take traffic (Ready and not cordoned),
-// as a load balancer in front of the nodes does, and counts the answers
-// and the failures.
+// its node port on the nodes that take traffic (Ready, not cordoned, and
+// with a healthy kube-proxy for healthyFor), as a load balancer in front of
+// the nodes does, and counts the answers and the failures.
 type servicePoller struct {
 	stop       chan struct{}
 	done       sync.WaitGroup
@@ -28,10 +28,18 @@ type servicePoller struct {
 	failures   []string
 }
 
+// healthyFor is how long a node passes the health check before the
+// poller sends to it, as a cloud load balancer's healthy threshold does
+// (two or three checks some seconds apart): a node's first seconds of
+// health are not taken on trust. The nodes healthy when the poller starts
+// were in service before it.
+const healthyFor = 5 * time.Second
+
 func pollService(t *testing.T, hc client.Client, nodePort int32) *servicePoller {
 	p := &servicePoller{stop: make(chan struct{})}
 	var targets []servingNode
 	var refreshed time.Time
+	healthySince := map[string]time.Time{}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -42,8 +50,25 @@ func pollService(t *testing.T, hc client.Client, nodePort int32) *servicePoller 
 			case <-time.After(100 * time.Millisecond):
 			}
 			if time.Since(refreshed) > 500*time.Millisecond {
-				if addrs, err := servingNodes(t, hc); err == nil && len(addrs) > 0 {
-					targets, refreshed = addrs, time.Now()
+				if healthy, err := servingNodes(t, hc); err == nil {
+					now := time.Now()
+					seen := map[string]time.Time{}
+					targets = targets[:0]
+					for _, n := range healthy {
+						since, ok := healthySince[n.name]
+						if !ok {
+							since = now
+							if refreshed.IsZero() {
+								since = now.Add(-healthyFor)
+							}
+						}
+						seen[n.name] = since
+						if now.Sub(since) >= healthyFor {
+							n.since = since
+							targets = append(targets, n)
+						}
+					}
+					healthySince, refreshed = seen, now
 				}
 			}
 			if len(targets) == 0 {
@@ -54,7 +79,8 @@ func pollService(t *testing.T, hc client.Client, nodePort int32) *servicePoller 
 			p.mu.Lock()
 			if err != nil {
 				p.failed++
-				p.failures = append(p.failures, time.Now().Format("15:04:05.000")+" through node "+node.name+": "+err.Error())
+				p.failures = append(p.failures, fmt.Sprintf("%s through node %s (healthy for %s): %v",
+					time.Now().Format("15:04:05.000"), node.name, time.Since(node.since).Round(100*time.Millisecond), err))
 			} else {
 				p.ok++
 			}
@@ -88,7 +114,10 @@ func servingNodes(t *testing.T, hc client.Client) ([]servingNode, error) {
 }
 
 // servingNode is a node a load balancer sends to, by name and address.
-type servingNode struct{ name, address string }
+type servingNode struct {
+	name, address string
+	since         time.Time // healthy since
+}
 
 // kubeProxyHealthy probes the kube-proxy of the node at address, on its
 // default health port: healthy, and past its first sync of the rules
