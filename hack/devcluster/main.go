@@ -30,6 +30,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
 func main() {
@@ -197,11 +198,17 @@ func stopNote(keep bool) string {
 
 // stopRunning asks a running devcluster to stop and waits for it; the
 // devcluster keeps or removes its state as it was started. With no
-// devcluster running, it removes the state unless keep.
+// devcluster running, it undoes what a killed one left on the machine,
+// and removes the state unless keep.
 func stopRunning(pidFile, stateDir string, keep bool) error {
 	pid, alive := running(pidFile)
 	if !alive {
 		fmt.Println("No local cluster is running.")
+		// Taking the lock on real nodes undoes what a killed one left
+		// (its network, mounts, cgroups, sysctls) before its state goes.
+		if lock, err := nodes.TakeLock(0); err == nil {
+			_ = lock.Release()
+		}
 		if keep {
 			return nil
 		}

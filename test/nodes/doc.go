@@ -8,7 +8,9 @@
 // Bringing a node up is a list of small named steps (Start); every change
 // they make to the host (network namespaces, links, routes, sysctls,
 // processes, mounts, cgroups) is recorded by one owner, Host, which undoes
-// it all, in reverse, on Close. The settings of containerd, the kubelet and
+// it all, in reverse, on Close; it also journals each change under /run,
+// so that what a killed process left is undone by the next holder of the
+// machine's lock (Reap). The settings of containerd, the kubelet and
 // CNI are files beside this one (containerd.toml, kubelet.yaml,
 // cni.conflist), filled in per node.
 package nodes

@@ -20,8 +20,9 @@ import (
 // changes by itself (sysctls, mounts under its root directory, cgroups
 // under its cgroup root) is recorded before it starts.
 type Host struct {
-	mu    sync.Mutex
-	undos []undo
+	mu          sync.Mutex
+	undos       []undo
+	journalPath string // see journalDir
 }
 
 type undo struct {
@@ -29,25 +30,35 @@ type undo struct {
 	do   func() error
 }
 
-// record adds what undoes a change just made.
-func (h *Host) record(what string, do func() error) {
+// record adds the step that undoes a change just made, and journals it.
+func (h *Host) record(s undoStep) {
+	h.recordDo(s, s.do)
+}
+
+// recordDo records s, undone in this process by do (which may know more
+// than the journal: a process it started and waits for).
+func (h *Host) recordDo(s undoStep, do func() error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.undos = append(h.undos, undo{what: what, do: do})
+	h.undos = append(h.undos, undo{what: s.String(), do: do})
+	h.journal(s)
 }
 
 // Close undoes every recorded change, newest first, and returns what could
 // not be undone.
 func (h *Host) Close() error {
 	h.mu.Lock()
-	undos := h.undos
-	h.undos = nil
+	undos, journal := h.undos, h.journalPath
+	h.undos, h.journalPath = nil, ""
 	h.mu.Unlock()
 	var errs []error
 	for i := len(undos) - 1; i >= 0; i-- {
 		if err := undos[i].do(); err != nil {
 			errs = append(errs, fmt.Errorf("failed to undo %s: %w", undos[i].what, err))
 		}
+	}
+	if journal != "" {
+		_ = os.Remove(journal)
 	}
 	return errors.Join(errs...)
 }
@@ -67,7 +78,7 @@ func (h *Host) Run(undo []string, cmd ...string) error {
 		return err
 	}
 	if undo != nil {
-		h.record(strings.Join(cmd, " "), func() error { return run(undo[0], undo[1:]...) })
+		h.record(undoStep{Run: undo})
 	}
 	return nil
 }
@@ -85,7 +96,7 @@ func (h *Host) Sysctl(name, value string) error {
 	if err := writeSysctl(name, value); err != nil {
 		return err
 	}
-	h.record("sysctl "+name, func() error { return writeSysctl(name, old) })
+	h.record(undoStep{Sysctl: name, Value: old})
 	return nil
 }
 
@@ -97,12 +108,7 @@ func (h *Host) KeepSysctls(names ...string) error {
 		if err != nil {
 			return err
 		}
-		h.record("sysctl "+name, func() error {
-			if now, err := readSysctl(name); err != nil || now == old {
-				return err
-			}
-			return writeSysctl(name, old)
-		})
+		h.record(undoStep{Sysctl: name, Value: old})
 	}
 	return nil
 }
@@ -135,7 +141,7 @@ func (h *Host) Start(cmd *exec.Cmd, grace time.Duration) error {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	h.record(fmt.Sprintf("process %s (%d)", filepath.Base(cmd.Path), cmd.Process.Pid), func() error {
+	h.recordDo(undoStep{Process: &processRef{PID: cmd.Process.Pid, Path: cmd.Path}}, func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -152,15 +158,7 @@ func (h *Host) Start(cmd *exec.Cmd, grace time.Duration) error {
 // under dir by then (deepest first): what containerd and the kubelet mount
 // for pods, and the kubelet's bind mount of its root directory.
 func (h *Host) UnmountUnder(dir string) {
-	h.record("mounts under "+dir, func() error {
-		var errs []error
-		for _, m := range mountsUnder(dir) {
-			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-				errs = append(errs, fmt.Errorf("failed to unmount %s: %w", m, err))
-			}
-		}
-		return errors.Join(errs...)
-	})
+	h.record(undoStep{Unmount: dir})
 }
 
 // mountsUnder lists the mount points at or under dir, deepest first.
@@ -199,7 +197,7 @@ func (h *Host) Cgroup(name string) error {
 	if err != nil {
 		return err
 	}
-	h.removeCgroups(name)
+	h.record(undoStep{Cgroups: name})
 	for _, hierarchy := range hierarchies {
 		if info, err := os.Lstat(hierarchy); err != nil || !info.IsDir() {
 			continue // cpu,cpuacct-style symlinks name a hierarchy twice
@@ -219,41 +217,38 @@ func (h *Host) Cgroup(name string) error {
 	return nil
 }
 
-// removeCgroups records, for Close, the removal of the cgroup name in every
-// hierarchy and of everything under it, deepest first, once every process
-// in them is killed.
-func (h *Host) removeCgroups(name string) {
-	h.record("cgroups "+name, func() error {
-		roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
-		if unified := "/sys/fs/cgroup/" + name; exists(unified) {
-			roots = append(roots, unified)
-		}
-		var errs []error
-		for _, root := range roots {
-			killCgroup(root)
-		}
-		// A killed process leaves its cgroup only once it has exited: a
-		// cgroup still holding one is busy.
-		deadline := time.Now().Add(10 * time.Second)
-		for slices.ContainsFunc(roots, cgroupHoldsProcesses) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		for _, root := range roots {
-			var dirs []string
-			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-				if err == nil && d.IsDir() {
-					dirs = append(dirs, path)
-				}
-				return nil
-			})
-			for i := len(dirs) - 1; i >= 0; i-- {
-				if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
-					errs = append(errs, err)
-				}
+// removeCgroups removes the cgroup name in every hierarchy and everything
+// under it, deepest first, once every process in them is killed.
+func removeCgroups(name string) error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	if unified := "/sys/fs/cgroup/" + name; exists(unified) {
+		roots = append(roots, unified)
+	}
+	var errs []error
+	for _, root := range roots {
+		killCgroup(root)
+	}
+	// A killed process leaves its cgroup only once it has exited: a
+	// cgroup still holding one is busy.
+	deadline := time.Now().Add(10 * time.Second)
+	for slices.ContainsFunc(roots, cgroupHoldsProcesses) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, err)
 			}
 		}
-		return errors.Join(errs...)
-	})
+	}
+	return errors.Join(errs...)
 }
 
 func exists(path string) bool {

@@ -47,6 +47,14 @@ func TakeLock(wait time.Duration) (*Lock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
+	// A holder that died without stopping its nodes left them to us.
+	done, err := Reap()
+	if done != "" {
+		fmt.Fprintln(os.Stderr, "Real nodes: "+done+".")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Real nodes: "+err.Error())
+	}
 	return &Lock{f: f}, nil
 }
 

@@ -93,8 +93,8 @@ func (n Network) checkFree() error {
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			if used := inUse(line, n.Range); used != "" {
-				return fmt.Errorf("the nodes' network %s is in use on this machine: %s (%q); a stopped local cluster's left over? "+
-					"`ip link del %s`, `ip route del blackhole %s`, or free the range", n.Range, used, strings.Join(strings.Fields(strings.ReplaceAll(line, `\`, " ")), " "), n.Bridge, n.Range)
+				return fmt.Errorf("the nodes' network %s is in use on this machine: %s (%q); what a killed local cluster left is undone when the next starts, so another network holds it: "+
+					"free the range (if it is a local cluster's all the same: `ip link del %s`, `ip route del blackhole %s`)", n.Range, used, strings.Join(strings.Fields(strings.ReplaceAll(line, `\`, " ")), " "), n.Bridge, n.Range)
 			}
 		}
 	}
@@ -160,24 +160,27 @@ func (n Network) routePods(h *Host, i int, podCIDR netip.Prefix) error {
 // machine.
 func (h *Host) keepNetnsDir() {
 	const dir = "/run/netns"
-	existed, mounted := exists(dir), len(mountsUnder(dir)) > 0
-	h.record("the state of "+dir, func() error {
-		if !mounted {
-			for _, m := range mountsUnder(dir) {
-				if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
-					return fmt.Errorf("failed to unmount %s: %w", m, err)
-				}
+	h.record(undoStep{NetnsDir: &netnsDirState{Existed: exists(dir), Mounted: len(mountsUnder(dir)) > 0}})
+}
+
+// restoreNetnsDir puts /run/netns back as keepNetnsDir found it.
+func restoreNetnsDir(was netnsDirState) error {
+	const dir = "/run/netns"
+	if !was.Mounted {
+		for _, m := range mountsUnder(dir) {
+			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+				return fmt.Errorf("failed to unmount %s: %w", m, err)
 			}
 		}
-		if !existed {
-			// Nodes attached side by side may each have found it missing:
-			// the first undo removes it.
-			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
+	}
+	if !was.Existed {
+		// Nodes attached side by side may each have found it missing:
+		// the first undo removes it.
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // ServiceRange is where Services get their ClusterIPs (the API server's

@@ -158,7 +158,7 @@ func (n *Node) writeFiles(_ context.Context, h *Host) error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		h.record("directory "+dir, func() error { return os.RemoveAll(dir) })
+		h.record(undoStep{RemoveAll: dir})
 	}
 	files := map[string]string{
 		"containerd.toml": containerdConfig,
@@ -232,7 +232,7 @@ func (n *Node) startContainerd(ctx context.Context, h *Host) error {
 	h.UnmountUnder(n.opts.Dir)
 	h.UnmountUnder(n.opts.RunDir)
 	socket := filepath.Join(n.opts.RunDir, "containerd.sock")
-	h.record("containerd shims of "+n.opts.Name, func() error { return killMatching(socket) })
+	h.record(undoStep{KillMatching: socket})
 	cmd := n.inNetwork("containerd", "--config", filepath.Join(n.opts.Dir, "containerd.toml"))
 	if err := logTo(cmd, filepath.Join(n.opts.Dir, "containerd.log")); err != nil {
 		return err
@@ -280,7 +280,7 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 	kubeletStarts.Lock()
 	defer kubeletStarts.Unlock()
 	if kubeletDir := filepath.Dir(filepath.Dir(devicePluginSocket)); !exists(kubeletDir) {
-		h.record("directory "+kubeletDir, func() error { return os.RemoveAll(kubeletDir) })
+		h.record(undoStep{RemoveAll: kubeletDir})
 	}
 	started := time.Now()
 	if err := h.Start(cmd, 20*time.Second); err != nil {

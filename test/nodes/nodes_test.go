@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashWithNodesUp(dir)
+	}
 	os.Exit(testenv.Main(m, testenv.Options{
 		SkipAdmissionPolicies: true,
 		BindAddress:           "0.0.0.0",
@@ -283,4 +287,66 @@ func TestNetworkInUse(t *testing.T) {
 		t.Fatalf("Up with 198.19.255.254 on hstest0: %v, want a refusal naming it", err)
 	}
 	t.Log(err)
+}
+
+// crashChildEnv, set to a directory, makes the test binary the process of
+// TestReapAfterACrash that changes the machine as nodes do, then dies.
+const crashChildEnv = "HSNODES_TEST_CRASH_DIR"
+
+// crashWithNodesUp brings the nodes' network up, makes a node's cgroup,
+// mounts a tmpfs under dir, starts a process, and dies by SIGKILL: no
+// Close, no deferred function, as a killed local cluster ends.
+func crashWithNodesUp(dir string) {
+	host := &nodes.Host{}
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	if err := nodes.DefaultNetwork.Up(host); err != nil {
+		fail(err)
+	}
+	if err := host.Cgroup("hsnode-crashtest"); err != nil {
+		fail(err)
+	}
+	host.UnmountUnder(dir)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "tmpfs", dir).CombinedOutput(); err != nil {
+		fail(fmt.Errorf("mount: %w: %s", err, out))
+	}
+	if err := host.Start(exec.Command("sleep", "600"), time.Second); err != nil {
+		fail(err)
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// TestReapAfterACrash: a process that dies with its nodes' changes in
+// place (network, cgroup, mount, sysctl) leaves them to the next holder of
+// the machine's lock, which undoes them all (the lock's check: the machine
+// is as it was before the crash).
+func TestReapAfterACrash(t *testing.T) {
+	nodes.LockForTest(t)
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	out, err := child.CombinedOutput()
+	if child.ProcessState == nil {
+		t.Fatalf("the crashing process did not run: %v", err)
+	}
+	if status, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
+		t.Fatalf("the crashing process ended with %v, want SIGKILL: %s", err, out)
+	}
+	if exec.Command("ip", "link", "show", nodes.DefaultNetwork.Bridge).Run() != nil {
+		t.Fatal("the crashed process left no bridge: nothing to reap, the test proves nothing")
+	}
+	done, err := nodes.Reap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(done, fmt.Sprintf("process %d left", child.Process.Pid)) {
+		t.Errorf("Reap says %q, want the crashed process named", done)
+	}
+	t.Log(done)
+	if again, err := nodes.Reap(); again != "" || err != nil {
+		t.Errorf("a second Reap: %q, %v; want nothing left to do", again, err)
+	}
 }
