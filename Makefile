@@ -218,7 +218,7 @@ bench-outage: testbin ## Cut 100 leaders and their standbys off from the API ser
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/outage
 
 .PHONY: bench-nodepools
-bench-nodepools: nodepkgs build testbin clusterbin ## Create NodePools of 1, 3 and 5 real nodes for a hosted cluster on the local cluster, and scale one up: time to Ready nodes against the management cluster's own nodes, memory per worker; writes docs/benchmarks.md.
+bench-nodepools: nodepkgs build testbin clusterbin ## Create NodePools of 1, 3 and 5 real nodes (platform None, and platform Pod: machines the management cluster runs) on the local cluster, scale one up, replace a pool of 3 onto the next release: time to Ready nodes against the management cluster's own nodes, memory per worker; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/nodepools
 
 .PHONY: bench-controlplanes

@@ -14,16 +14,17 @@
 // anchor, timed in the same run, is the same kubelet joining the management
 // cluster itself (its nodes' start to Ready): each result is also given as
 // a ratio to it. Last, the memory of each worker node's own processes
-// (containerd and the kubelet, VmRSS).
+// (containerd and the kubelet, VmRSS). With -pod (the default) it first
+// does the same for NodePools of platform Pod, whose machines the
+// management cluster runs (pod.go), times a rolling replacement of a pool
+// of 3, and destroys that cluster before platform None's pools start.
 //
 // Run it with
 //
 //	make bench-nodepools
 //
 // which writes the section nodepools of docs/benchmarks.md; with
-// -report=false it only prints. A rolling replacement is not measured:
-// platform None's machines are the user's, and no managed platform exists
-// yet.
+// -report=false it only prints.
 package main
 
 import (
@@ -68,6 +69,7 @@ var (
 	mgmtNodes   = flag.Int("nodes", 2, "How many real nodes the management cluster runs (the anchor).")
 	writeReport = flag.Bool("report", true, "Write the results into docs/benchmarks.md.")
 	timeout     = flag.Duration("timeout", 40*time.Minute, "Give up, stopping everything, after this long.")
+	podPlatform = flag.Bool("pod", true, "Also measure NodePools of platform Pod (machines the management cluster runs).")
 )
 
 const namespace, clusterName = "clusters", "bench"
@@ -205,6 +207,7 @@ type results struct {
 	anchor []time.Duration // the management cluster's nodes, start to Ready
 	pools  []poolRun
 	memory []int64 // kB per worker node: containerd + kubelet VmRSS
+	pod    *podResults
 }
 
 func (b *bench) measure(ctx context.Context, counts []int) (*results, error) {
@@ -213,6 +216,15 @@ func (b *bench) measure(ctx context.Context, counts []int) (*results, error) {
 		res.anchor = append(res.anchor, n.Ready.Sub(n.Started))
 	}
 	fmt.Printf("anchor: the management cluster's nodes, start to Ready: %v\n", res.anchor)
+	// Platform Pod first, then its cluster destroyed: each platform is
+	// timed on a machine that runs no other pool's nodes.
+	if *podPlatform {
+		pod, err := b.podPlatform(ctx, counts)
+		if err != nil {
+			return nil, err
+		}
+		res.pod = pod
+	}
 	for i, size := range counts {
 		run, err := b.pool(ctx, fmt.Sprintf("pool%d", size), size, i == len(counts)-1)
 		if err != nil {
@@ -398,6 +410,9 @@ func (r *results) markdown() string {
 	if len(r.memory) > 0 {
 		fmt.Fprintf(&s, "\nMemory of each worker node's own processes (containerd and the kubelet, VmRSS, MiB): %s; mean %.0f MiB.\n", strings.Join(kbs, ", "), float64(sum)/float64(len(r.memory))/1024)
 	}
-	s.WriteString("\nGoals (issue): one node Ready <= 10 s after the NodePool is created, 5 nodes <= 30 s. Machines start at once but their kubelets start one at a time (the device-plugin socket is one path on this machine), so larger pools are serialized there. The NodePool's Ready follows the nodes within the hypershift-operator's 5 s count. Not measured: a rolling replacement (platform None's machines are the user's; there is no managed platform yet).\n")
+	s.WriteString("\nGoals (issue): one node Ready <= 10 s after the NodePool is created, 5 nodes <= 30 s. Machines start at once but their kubelets start one at a time (the device-plugin socket is one path on this machine), so larger pools are serialized there. The NodePool's Ready follows the nodes within the hypershift-operator's 5 s count. Platform None's machines are the user's: a rolling replacement is measured on platform Pod below.\n")
+	if r.pod != nil {
+		s.WriteString("\n" + r.pod.markdown(anchor))
+	}
 	return s.String()
 }
