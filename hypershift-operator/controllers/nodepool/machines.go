@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, np *hyperv1.NodePool
 	objects := []client.Object{bootstrapSecret(in), podMachineTemplate(in), machineDeployment(in)}
 	if np.Spec.Management.AutoRepair {
 		objects = append(objects, machineHealthCheck(in))
-	} else if err := r.Client.Delete(ctx, machineHealthCheck(in)); err != nil && !apierrors.IsNotFound(err) {
+	} else if err := r.deleteMachineHealthCheck(ctx, machineHealthCheck(in)); err != nil {
 		return fmt.Errorf("failed to delete the MachineHealthCheck of NodePool %s/%s: %w", np.Namespace, np.Name, err)
 	}
 	for _, obj := range objects {
@@ -74,6 +74,16 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, np *hyperv1.NodePool
 	}
 	r.reportMachines(np, in, sets.Items, machines.Items, release, set)
 	return r.removeUnusedRevisions(ctx, in, sets.Items)
+}
+
+// deleteMachineHealthCheck deletes mhc if it is there: read first (from
+// the cache), so that a pass over a pool without autoRepair, which is
+// most passes of most pools, sends the API server no delete.
+func (r *Reconciler) deleteMachineHealthCheck(ctx context.Context, mhc *clusterv1.MachineHealthCheck) error {
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(mhc), &clusterv1.MachineHealthCheck{}); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, mhc))
 }
 
 // reportMachines sets AllMachinesReady (the machines' Ready conditions),

@@ -25,6 +25,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -277,9 +278,21 @@ func TestNodePoolOfPlatformPod(t *testing.T) {
 
 	t.Run("a second pass writes nothing", func(t *testing.T) {
 		before := md.ResourceVersion
+		started := time.Now()
 		p.reconcile(t)
 		if after := p.machineDeployment(t).ResourceVersion; after != before {
 			t.Errorf("the MachineDeployment was written: %s -> %s", before, after)
+		}
+		// The API server's record: no request that writes (refused or
+		// not: a delete of what is not there is one) in the namespace.
+		events, err := env.AuditEvents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range auditlog.Writes(events, auditlog.Query{Namespace: p.cpNamespace}) {
+			if w.At.After(started) {
+				t.Errorf("a second pass sent %s %s/%s (%d)", w.Verb, w.Resource, w.Name, w.Code)
+			}
 		}
 	})
 

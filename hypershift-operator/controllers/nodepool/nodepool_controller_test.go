@@ -32,7 +32,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	os.Exit(testenv.Main(m, testenv.Options{SkipAdmissionPolicies: true}, &env))
+	os.Exit(testenv.Main(m, testenv.Options{SkipAdmissionPolicies: true, AuditLog: true}, &env))
 }
 
 // TestNodePoolJoinMaterial follows one NodePool of platform None: refused
