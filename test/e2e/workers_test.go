@@ -256,19 +256,29 @@ func testNodeJoins(t *testing.T) {
 			poolWrites = append(poolWrites, w)
 		}
 	}
+	counted := checkWritesInHolding(t, "NodePool-side", poolWrites)
+	t.Logf("%d NodePool-side writes, all by the hypershift-operator's Lease holder", counted)
+}
+
+// checkWritesInHolding checks that each write of writes (what: whose they
+// are) other than the Lease's own was made by the pod then holding the
+// Lease among them, and that there was one at least: an empty check
+// proves nothing. It returns how many were checked.
+func checkWritesInHolding(t *testing.T, what string, writes []auditlog.Write) int {
+	t.Helper()
 	var counted int
-	for _, w := range poolWrites {
+	for _, w := range writes {
 		if !w.Lease() {
 			counted++
 		}
 	}
 	if counted == 0 {
-		t.Error("no write of the NodePool side in the audit log: the holder check proves nothing")
+		t.Errorf("no %s write in the audit log: the holder check proves nothing", what)
 	}
-	if v := auditlog.OutsideHoldings(poolWrites, auditlog.ByPod); len(v) != 0 {
-		t.Errorf("NodePool writes outside the hypershift-operator's Lease holding: %v", v)
+	if v := auditlog.OutsideHoldings(writes, auditlog.ByPod); len(v) != 0 {
+		t.Errorf("%s writes outside the Lease holding: %v", what, v)
 	}
-	t.Logf("%d NodePool-side writes, all by the hypershift-operator's Lease holder", counted)
+	return counted
 }
 
 // testServiceByName runs, on the hosted cluster's worker node, what the

@@ -273,14 +273,8 @@ func (b *bench) pool(ctx context.Context, name string, size int, scale bool) (po
 	if !scale {
 		return run, nil
 	}
-	np := &hyperv1.NodePool{}
-	if err := b.lc.Env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, np); err != nil {
-		return run, err
-	}
-	scaled := time.Now()
-	patch := client.MergeFrom(np.DeepCopy())
-	np.Spec.Replicas = ptr.To(int32(size + 1))
-	if err := b.lc.Env.Client.Patch(ctx, np, patch); err != nil {
+	scaled, err := b.scalePool(ctx, name, size+1)
+	if err != nil {
 		return run, err
 	}
 	if _, err := b.joinMachines(ctx, name, join, 1); err != nil {
@@ -313,6 +307,18 @@ func (b *bench) joinMachines(ctx context.Context, pool string, join *corev1.Secr
 	wg.Wait()
 	b.joined += count
 	return out, errors.Join(errs...)
+}
+
+// scalePool sets NodePool name's replicas, and returns when it asked.
+func (b *bench) scalePool(ctx context.Context, name string, replicas int) (time.Time, error) {
+	np := &hyperv1.NodePool{}
+	if err := b.lc.Env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, np); err != nil {
+		return time.Time{}, err
+	}
+	asked := time.Now()
+	patch := client.MergeFrom(np.DeepCopy())
+	np.Spec.Replicas = ptr.To(int32(replicas))
+	return asked, b.lc.Env.Client.Patch(ctx, np, patch)
 }
 
 func (b *bench) awaitPoolReady(ctx context.Context, name string, want int) error {

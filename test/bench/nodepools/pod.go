@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -159,14 +158,8 @@ func (b *bench) podPool(ctx context.Context, hosted client.Client, name string, 
 	if !scale {
 		return run, nil
 	}
-	np := &hyperv1.NodePool{}
-	if err := b.lc.Env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, np); err != nil {
-		return run, err
-	}
-	scaled := time.Now()
-	patch := client.MergeFrom(np.DeepCopy())
-	np.Spec.Replicas = ptr.To(int32(size + 1))
-	if err := b.lc.Env.Client.Patch(ctx, np, patch); err != nil {
+	scaled, err := b.scalePool(ctx, name, size+1)
+	if err != nil {
 		return run, err
 	}
 	if err := awaitPoolNodes(ctx, hosted, name, size+1); err != nil {
