@@ -20,6 +20,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
 	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
 // demoKey is the demo HostedCluster, and its NodePool.
@@ -125,12 +126,12 @@ func awaitDemoWorkers(ctx context.Context, c *localcluster.Cluster, hostedKubeco
 	started := time.Now()
 	seen := map[string]bool{}
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		nodes := &corev1.NodeList{}
-		if err := hosted.List(ctx, nodes, client.MatchingLabels{hyperv1.NodePoolLabel: pool.Name}); err != nil {
+		list := &corev1.NodeList{}
+		if err := hosted.List(ctx, list, client.MatchingLabels{hyperv1.NodePoolLabel: pool.Name}); err != nil {
 			return false, nil
 		}
-		for _, n := range nodes.Items {
-			if !seen[n.Name] && nodeReady(&n) {
+		for _, n := range list.Items {
+			if !seen[n.Name] && nodes.Ready(&n) {
 				seen[n.Name] = true
 				address := ""
 				for _, a := range n.Status.Addresses {
@@ -148,13 +149,4 @@ func awaitDemoWorkers(ctx context.Context, c *localcluster.Cluster, hostedKubeco
 		return fmt.Errorf("the machines of NodePool %s did not all join (kubectl get np,machines -A says why): %w", demoKey, err)
 	}
 	return nil
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

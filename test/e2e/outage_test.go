@@ -17,6 +17,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
 // available reports the HostedCluster's Available condition.
@@ -248,12 +249,12 @@ func testManagementOutage(t *testing.T) {
 func awaitNodesAndPodsReady(t *testing.T, clusters []string, back time.Time) time.Time {
 	t.Helper()
 	testutil.Eventually(t, time.Minute-time.Since(back), func() error {
-		nodes := &corev1.NodeList{}
-		if err := lc.Env.Client.List(t.Context(), nodes); err != nil {
+		list := &corev1.NodeList{}
+		if err := lc.Env.Client.List(t.Context(), list); err != nil {
 			return err
 		}
-		for _, n := range nodes.Items {
-			if !nodeReady(&n) {
+		for _, n := range list.Items {
+			if !nodes.Ready(&n) {
 				return fmt.Errorf("node %s is not Ready", n.Name)
 			}
 		}
@@ -271,13 +272,4 @@ func awaitNodesAndPodsReady(t *testing.T, clusters []string, back time.Time) tim
 		return nil
 	})
 	return time.Now()
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

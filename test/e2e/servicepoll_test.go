@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hypershift-le/hypershift/test/nodes"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -95,13 +96,13 @@ func pollService(t *testing.T, hc client.Client, nodePort int32) *servicePoller 
 // /healthz, which cloud load balancers probe: it fails until kube-proxy
 // has programmed the node, and once the node is being deleted).
 func servingNodes(t *testing.T, hc client.Client) ([]servingNode, error) {
-	nodes := &corev1.NodeList{}
-	if err := hc.List(t.Context(), nodes); err != nil {
+	list := &corev1.NodeList{}
+	if err := hc.List(t.Context(), list); err != nil {
 		return nil, err
 	}
 	var out []servingNode
-	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !nodeReady(&n) {
+	for _, n := range list.Items {
+		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !nodes.Ready(&n) {
 			continue
 		}
 		for _, a := range n.Status.Addresses {

@@ -448,3 +448,13 @@ func killMatching(s string) error {
 	}
 	return nil
 }
+
+// Ready tells a Node whose Ready condition is True.
+func Ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

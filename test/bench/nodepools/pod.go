@@ -20,6 +20,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
 	"github.com/hypershift-le/hypershift/cmd/nodepool"
 	"github.com/hypershift-le/hypershift/test/localcluster"
+	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
 // The managed platform: a HostedCluster of platform Pod, whose NodePools'
@@ -180,11 +181,11 @@ func (b *bench) podPool(ctx context.Context, hosted client.Client, name string, 
 func (b *bench) podReplace(ctx context.Context, hosted client.Client, run *podRun) error {
 	name := fmt.Sprintf("pod%d", run.size)
 	old := map[string]bool{}
-	nodes := &corev1.NodeList{}
-	if err := hosted.List(ctx, nodes, client.MatchingLabels{hyperv1.NodePoolLabel: name}); err != nil {
+	list := &corev1.NodeList{}
+	if err := hosted.List(ctx, list, client.MatchingLabels{hyperv1.NodePoolLabel: name}); err != nil {
 		return err
 	}
-	for _, n := range nodes.Items {
+	for _, n := range list.Items {
 		old[n.Name] = true
 	}
 	np := &hyperv1.NodePool{}
@@ -202,16 +203,16 @@ func (b *bench) podReplace(ctx context.Context, hosted client.Client, run *podRu
 		if err := b.lc.Env.Client.List(ctx, machines, client.InNamespace(hyperv1.ControlPlaneNamespace(namespace, podClusterName)), client.MatchingLabels{hyperv1.NodePoolLabel: name}); err == nil {
 			run.replacedMost = max(run.replacedMost, len(machines.Items))
 		}
-		nodes := &corev1.NodeList{}
-		if err := hosted.List(ctx, nodes, client.MatchingLabels{hyperv1.NodePoolLabel: name}); err != nil {
+		list := &corev1.NodeList{}
+		if err := hosted.List(ctx, list, client.MatchingLabels{hyperv1.NodePoolLabel: name}); err != nil {
 			return err
 		}
 		fresh := 0
-		for _, n := range nodes.Items {
+		for _, n := range list.Items {
 			if old[n.Name] {
 				return fmt.Errorf("node %s of the old release is still there", n.Name)
 			}
-			if nodeReady(&n) {
+			if nodes.Ready(&n) {
 				fresh++
 			}
 		}
@@ -247,13 +248,13 @@ func (b *bench) podReplace(ctx context.Context, hosted client.Client, run *podRu
 // cluster.
 func awaitPoolNodes(ctx context.Context, hosted client.Client, pool string, want int) error {
 	return poll(ctx, 5*time.Minute, func() error {
-		nodes := &corev1.NodeList{}
-		if err := hosted.List(ctx, nodes, client.MatchingLabels{hyperv1.NodePoolLabel: pool}); err != nil {
+		list := &corev1.NodeList{}
+		if err := hosted.List(ctx, list, client.MatchingLabels{hyperv1.NodePoolLabel: pool}); err != nil {
 			return err
 		}
 		ready := 0
-		for _, n := range nodes.Items {
-			if nodeReady(&n) {
+		for _, n := range list.Items {
+			if nodes.Ready(&n) {
 				ready++
 			}
 		}
@@ -262,15 +263,6 @@ func awaitPoolNodes(ctx context.Context, hosted client.Client, pool string, want
 		}
 		return nil
 	})
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // machineMemory is, per machine Pod of the cluster, the VmRSS in kB of its
