@@ -26,21 +26,7 @@ import (
 func clusterAPIControlPlane(t *testing.T, holder string) string {
 	t.Helper()
 	ctx := t.Context()
-	for _, obj := range []client.Object{render.ClusterAPIFencingPolicy(), render.LeaseGuardPolicy(), render.LeaseGuardBinding()} {
-		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	ns := env.Namespace(t)
-	namespace := &corev1.Namespace{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(namespace.DeepCopy())
-	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
-	if err := env.Client.Patch(ctx, namespace, patch); err != nil {
-		t.Fatal(err)
-	}
+	ns := fencedNamespace(t, render.ClusterAPIFencingPolicy())
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ClusterAPIName}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ClusterAPIName}, Rules: []rbacv1.PolicyRule{

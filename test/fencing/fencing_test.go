@@ -29,27 +29,35 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, testenv.Options{AuditLog: true, SkipAdmissionPolicies: true, ControllerManager: true}, &env))
 }
 
+// fencedNamespace is a new namespace labelled as a control-plane
+// namespace, with policy and the cluster-wide Lease guard in place.
+func fencedNamespace(t *testing.T, policy client.Object) string {
+	t.Helper()
+	for _, obj := range []client.Object{policy, render.LeaseGuardPolicy(), render.LeaseGuardBinding()} {
+		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	ns := env.Namespace(t)
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(namespace.DeepCopy())
+	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
+	if err := env.Client.Patch(t.Context(), namespace, patch); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
 // controlPlane is a namespace labelled as a control-plane namespace, with
 // the CPO's ServiceAccount, Role and RoleBinding, the fencing binding, and
 // the cluster-wide fencing policy and Lease guard.
 func controlPlane(t *testing.T, holder *string) string {
 	t.Helper()
 	ctx := t.Context()
-	for _, obj := range []client.Object{render.FencingPolicy(), render.LeaseGuardPolicy(), render.LeaseGuardBinding()} {
-		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	ns := env.Namespace(t)
-	namespace := &corev1.Namespace{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(namespace.DeepCopy())
-	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
-	if err := env.Client.Patch(ctx, namespace, patch); err != nil {
-		t.Fatal(err)
-	}
+	ns := fencedNamespace(t, render.FencingPolicy())
 	objects := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, Rules: rbac.ControlPlaneOperatorRules()},
