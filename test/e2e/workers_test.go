@@ -42,21 +42,10 @@ import (
 // do nothing but join: it may not read the hosted cluster's Secrets.
 func testNodeJoins(t *testing.T) {
 	h := hosted(t, "demo")
-	raw, err := os.ReadFile(h.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := clientcmd.RESTConfigFromKubeConfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostedClient, err := client.New(admin, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostedClient(t, h)
 	testutil.Eventually(t, 2*time.Minute, func() error {
 		crb := &rbacv1.ClusterRoleBinding{}
-		return hostedClient.Get(t.Context(), client.ObjectKey{Name: "hypershift:node-bootstrapper"}, crb)
+		return hc.Get(t.Context(), client.ObjectKey{Name: "hypershift:node-bootstrapper"}, crb)
 	})
 
 	// A NodePool of platform None: the operator publishes how its
@@ -85,7 +74,7 @@ func testNodeJoins(t *testing.T) {
 	}
 	id := strings.Split(tokenConfig.BearerToken, ".")[0]
 	testutil.Eventually(t, time.Minute, func() error {
-		return hostedClient.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
+		return hc.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
 	})
 
 	t.Run("the bootstrap token can do nothing but join", func(t *testing.T) {
@@ -112,7 +101,7 @@ func testNodeJoins(t *testing.T) {
 
 	started := time.Now()
 	worker, err := lc.JoinNode(t.Context(), localcluster.JoinOptions{
-		Name: "demo-worker-0", BootstrapKubeconfig: bootstrap, ClientCA: join.Data[hyperv1.CACertKey], Client: hostedClient,
+		Name: "demo-worker-0", BootstrapKubeconfig: bootstrap, ClientCA: join.Data[hyperv1.CACertKey], Client: hc,
 		KubeletConfig: join.Data[hyperv1.KubeletConfigKey],
 	})
 	if err != nil {
@@ -126,7 +115,7 @@ func testNodeJoins(t *testing.T) {
 	// certificates.
 	testutil.Eventually(t, time.Minute, func() error {
 		node := &corev1.Node{}
-		if err := hostedClient.Get(t.Context(), client.ObjectKey{Name: worker.Name}, node); err != nil {
+		if err := hc.Get(t.Context(), client.ObjectKey{Name: worker.Name}, node); err != nil {
 			return err
 		}
 		if node.Labels[hyperv1.NodePoolLabel] != pool.Name {
@@ -154,7 +143,7 @@ func testNodeJoins(t *testing.T) {
 	})
 
 	csrs := &certificatesv1.CertificateSigningRequestList{}
-	if err := hostedClient.List(t.Context(), csrs); err != nil {
+	if err := hc.List(t.Context(), csrs); err != nil {
 		t.Fatal(err)
 	}
 	var clientCSR []string
@@ -177,11 +166,11 @@ func testNodeJoins(t *testing.T) {
 			Containers:                   []corev1.Container{{Name: "pause", Image: lc.Registry.Image("pause", "latest")}},
 		},
 	}
-	if err := hostedClient.Create(t.Context(), pod); err != nil {
+	if err := hc.Create(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, time.Minute, func() error {
-		if err := hostedClient.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+		if err := hc.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
 		}
 		if pod.Status.Phase != corev1.PodRunning {
@@ -207,7 +196,7 @@ func testNodeJoins(t *testing.T) {
 			}},
 		},
 	}
-	if err := hostedClient.Create(t.Context(), logs); err != nil {
+	if err := hc.Create(t.Context(), logs); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, time.Minute, func() error {
@@ -225,7 +214,7 @@ func testNodeJoins(t *testing.T) {
 	}
 
 	t.Run("a Service answers another pod by its DNS name, through the hosted kube-proxy and CoreDNS", func(t *testing.T) {
-		testServiceByName(t, h, hostedClient, worker.Name)
+		testServiceByName(t, h, hc, worker.Name)
 	})
 
 	// The pool goes: its token leaves the hosted cluster, and no machine
@@ -234,7 +223,7 @@ func testNodeJoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, time.Minute, func() error {
-		err := hostedClient.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
+		err := hc.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, &corev1.Secret{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil

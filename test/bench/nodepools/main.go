@@ -390,6 +390,21 @@ func nodeMemory(n *nodes.Node) (int64, error) {
 	return total, nil
 }
 
+// memoryLine reports the memory of what (containerd and the kubelet,
+// VmRSS) per node, in kB, and its mean; "" without nodes.
+func memoryLine(what string, kbs []int64) string {
+	if len(kbs) == 0 {
+		return ""
+	}
+	var each []string
+	var sum int64
+	for _, kb := range kbs {
+		each = append(each, fmt.Sprintf("%.0f", float64(kb)/1024))
+		sum += kb
+	}
+	return fmt.Sprintf("\nMemory of %s (containerd and the kubelet, VmRSS, MiB): %s; mean %.0f MiB.\n", what, strings.Join(each, ", "), float64(sum)/float64(len(kbs))/1024)
+}
+
 func (r *results) markdown() string {
 	anchor := slices.Max(r.anchor)
 	ratio := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(anchor)) }
@@ -407,15 +422,7 @@ func (r *results) markdown() string {
 	last := r.pools[len(r.pools)-1]
 	fmt.Fprintf(&s, "\nScale-up of NodePool of %d by one machine: the new node Ready %s (ratio %s), the NodePool Ready with %d nodes %s (ratio %s) after the patch.\n",
 		last.size, ms(last.scaleNodeReady), ratio(last.scaleNodeReady), last.size+1, ms(last.scalePoolReady), ratio(last.scalePoolReady))
-	var kbs []string
-	var sum int64
-	for _, kb := range r.memory {
-		kbs = append(kbs, fmt.Sprintf("%.0f", float64(kb)/1024))
-		sum += kb
-	}
-	if len(r.memory) > 0 {
-		fmt.Fprintf(&s, "\nMemory of each worker node's own processes (containerd and the kubelet, VmRSS, MiB): %s; mean %.0f MiB.\n", strings.Join(kbs, ", "), float64(sum)/float64(len(r.memory))/1024)
-	}
+	s.WriteString(memoryLine("each worker node's own processes", r.memory))
 	s.WriteString("\nGoals (issue): one node Ready <= 10 s after the NodePool is created, 5 nodes <= 30 s. Machines start at once but their kubelets start one at a time (the device-plugin socket is one path on this machine), so larger pools are serialized there. The NodePool's Ready follows the nodes within the hypershift-operator's 5 s count. Platform None's machines are the user's: a rolling replacement is measured on platform Pod below.\n")
 	if r.pod != nil {
 		s.WriteString("\n" + r.pod.markdown(anchor))

@@ -348,15 +348,7 @@ func (r *podResults) markdown(anchor time.Duration) string {
 				p.size, ms(p.replaced), ratio(p.replaced), ms(p.replacedPool), ratio(p.replacedPool), p.replacedMost)
 		}
 	}
-	var kbs []string
-	var sum int64
-	for _, kb := range r.memory {
-		kbs = append(kbs, fmt.Sprintf("%.0f", float64(kb)/1024))
-		sum += kb
-	}
-	if len(r.memory) > 0 {
-		fmt.Fprintf(&s, "\nMemory of each machine's containerd and kubelet (VmRSS, MiB): %s; mean %.0f MiB.\n", strings.Join(kbs, ", "), float64(sum)/float64(len(r.memory))/1024)
-	}
+	s.WriteString(memoryLine("each machine", r.memory))
 	s.WriteString("\nGoals (issue): one node Ready <= 10 s after the NodePool is created, 5 nodes <= 30 s, a 3-node rolling replace <= 90 s with 0 failed requests (requests are counted by the end-to-end story, `test/e2e/machines_test.go`, not here). A machine's time includes cluster-api's MachineDeployment, MachineSet and Machine passes, the Pod's scheduling and start, and its kubelet's TLS bootstrap.\n")
 	return s.String()
 }
