@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hypershift-le/hypershift/test/nodes"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
 // servicePoller asks the web Service for an answer every 100 ms, through
