@@ -180,8 +180,11 @@ func registerNode(t *testing.T, name, address, pool string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	// A patch, as a kubelet reports its status: the approver may adopt
+	// (label) the Node between its creation and this write.
+	registered := node.DeepCopy()
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: address}, {Type: corev1.NodeHostName, Address: name}}
-	if err := env.Client.Status().Update(t.Context(), node); err != nil {
+	if err := env.Client.Status().Patch(t.Context(), node, client.MergeFrom(registered)); err != nil {
 		t.Fatal(err)
 	}
 }
