@@ -39,6 +39,7 @@ type podRun struct {
 	scaleNode, scalePool   time.Duration // scale-up by one, from the patch
 	replaced, replacedPool time.Duration // rolling replace, from the patch
 	replacedMost           int           // most machines of the pool at once during it
+	timeline               string        // the first machine's steps (timeline.String)
 }
 
 type podResults struct {
@@ -144,6 +145,10 @@ func (b *bench) machineReport(ctx context.Context) string {
 func (b *bench) podPool(ctx context.Context, hosted client.Client, name string, size int, scale bool) (podRun, error) {
 	run := podRun{size: size}
 	created := time.Now()
+	watching, stop := context.WithTimeout(ctx, 5*time.Minute)
+	defer stop()
+	timelines := make(chan *timeline, 1)
+	go func() { timelines <- b.watchTimeline(watching, hosted, name, created) }()
 	if _, err := b.execute(ctx, nodepool.NewCreateCommand(), "pod", name, "--cluster-name="+podClusterName, "-n", namespace, "--replicas="+strconv.Itoa(size)); err != nil {
 		return run, err
 	}
@@ -151,6 +156,8 @@ func (b *bench) podPool(ctx context.Context, hosted client.Client, name string, 
 		return run, fmt.Errorf("%w; the machines:\n%s", err, b.machineReport(ctx))
 	}
 	run.nodesReady = time.Since(created)
+	run.timeline = (<-timelines).String()
+	fmt.Printf("NodePool %s, its first machine: %s\n", name, run.timeline)
 	if err := b.awaitPoolReady(ctx, name, size); err != nil {
 		return run, err
 	}
@@ -338,6 +345,10 @@ func (r *podResults) markdown(anchor time.Duration) string {
 	s.WriteString("| NodePool | all nodes Ready (kubectl get nodes) | ratio | NodePool Ready (kubectl get np) | ratio |\n|---|---|---|---|---|\n")
 	for _, p := range r.pools {
 		fmt.Fprintf(&s, "| %d machines | %s | %s | %s | %s |\n", p.size, ms(p.nodesReady), ratio(p.nodesReady), ms(p.poolReady), ratio(p.poolReady))
+	}
+	s.WriteString("\nWhere the first machine of each pool spent its time, from the create request (polled every 100 ms; in parentheses, since the step before):\n\n")
+	for _, p := range r.pools {
+		fmt.Fprintf(&s, "- %d machines: %s\n", p.size, p.timeline)
 	}
 	last := r.pools[len(r.pools)-1]
 	fmt.Fprintf(&s, "\nScale-up of NodePool of %d by one machine: the new node Ready %s (ratio %s), the NodePool Ready with %d nodes %s (ratio %s) after the patch.\n",
