@@ -1,8 +1,10 @@
 // Command hypershift-machine is the init of a machine of a NodePool of
 // platform Pod (run, package boot): it runs containerd and the kubelet
 // inside the machine's Pod, which join the hosted cluster as one of its
-// nodes. On such machines, the hosted cluster's pod network runs it too
-// (pod-network, package podnetwork).
+// nodes, and, with --pod-network-kubeconfig, the machine's part of the
+// hosted cluster's pod network (package podnetwork). Command pod-network
+// runs that part alone: the pod network's DaemonSet of the machines made
+// before the machines ran it themselves.
 package main
 
 import (
@@ -34,8 +36,10 @@ func main() {
 
 func runCommand() *cobra.Command {
 	var (
-		o       boot.Options
-		address string
+		o                    boot.Options
+		address              string
+		podNetworkKubeconfig string
+		clusterNetwork       string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -49,7 +53,24 @@ func runCommand() *cobra.Command {
 				}
 				o.Address = a
 			}
+			var agent *podnetwork.Agent
+			if podNetworkKubeconfig != "" {
+				var err error
+				if agent, err = newAgent(podNetworkKubeconfig, o.Name, clusterNetwork); err != nil {
+					return err
+				}
+			}
 			ctx := ctrl.SetupSignalHandler()
+			if agent != nil {
+				// Its part of the pod network from the start: the Node is
+				// Ready as soon as it has its pod subnet, with no pod to
+				// schedule, pull and start on it first.
+				go func() {
+					if err := agent.Run(ctx); err != nil {
+						agent.Log.Error(err, "The pod network stopped")
+					}
+				}()
+			}
 			return boot.Run(ctx, ctrl.Log.WithName("machine"), o)
 		},
 	}
@@ -61,45 +82,59 @@ func runCommand() *cobra.Command {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", nil, "Registry hosts reached over plain HTTP.")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", nil, "Labels the kubelet registers its Node with.")
 	fs.StringVar(&o.KubeletPath, "kubelet", "/usr/bin/kubelet", "The kubelet program.")
+	fs.StringVar(&podNetworkKubeconfig, "pod-network-kubeconfig", "", "Run this machine's part of the hosted cluster's pod network (as pod-network does) with this kubeconfig; none when empty.")
+	fs.StringVar(&clusterNetwork, "cluster-network", "", "With --pod-network-kubeconfig: the hosted cluster's pod network (its first IPv4 clusterNetwork CIDR).")
 	logging := startup.LoggingFlags(fs)
 	cmd.PreRun = func(*cobra.Command, []string) { startup.SetLogger(logging) }
 	return cmd
 }
 
+// newAgent is the pod network's agent of Node nodeName, reading Nodes with
+// kubeconfig, over the range clusterNetwork.
+func newAgent(kubeconfig, nodeName, clusterNetwork string) (*podnetwork.Agent, error) {
+	prefix, err := netip.ParsePrefix(clusterNetwork)
+	if err != nil || !prefix.Addr().Is4() {
+		return nil, fmt.Errorf("--cluster-network %q: want an IPv4 CIDR such as 10.132.0.0/14", clusterNetwork)
+	}
+	if nodeName == "" {
+		return nil, fmt.Errorf("the pod network needs the machine's Node name")
+	}
+	config, err := startup.LoadConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	return &podnetwork.Agent{
+		Client: c, NodeName: nodeName, ClusterNetwork: prefix, CNIConfigFile: podnetwork.CNIConfigFile, Log: ctrl.Log.WithName("pod-network"),
+	}, nil
+}
+
 func podNetworkCommand() *cobra.Command {
-	var (
-		a              podnetwork.Agent
-		kubeconfig     string
-		clusterNetwork string
-	)
+	var kubeconfig, nodeName, clusterNetwork, cniConfigFile string
 	cmd := &cobra.Command{
 		Use:   "pod-network",
 		Short: "Keep this machine's part of the hosted cluster's pod network: pod subnet, VXLAN routes to the other machines, masquerade",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			prefix, err := netip.ParsePrefix(clusterNetwork)
-			if err != nil || !prefix.Addr().Is4() {
-				return fmt.Errorf("--cluster-network %q: want an IPv4 CIDR such as 10.132.0.0/14", clusterNetwork)
-			}
-			if a.NodeName == "" {
+			if nodeName == "" {
 				return fmt.Errorf("--node-name is required")
 			}
-			config, err := startup.LoadConfig(kubeconfig)
+			a, err := newAgent(kubeconfig, nodeName, clusterNetwork)
 			if err != nil {
 				return err
 			}
-			if a.Client, err = kubernetes.NewForConfig(config); err != nil {
-				return err
-			}
-			a.ClusterNetwork, a.Log = prefix, ctrl.Log.WithName("pod-network")
+			a.CNIConfigFile = cniConfigFile
 			return a.Run(ctrl.SetupSignalHandler())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "The hosted cluster's kubeconfig; in-cluster when empty.")
-	fs.StringVar(&a.NodeName, "node-name", os.Getenv("NODE_NAME"), "This machine's Node ($NODE_NAME).")
+	fs.StringVar(&nodeName, "node-name", os.Getenv("NODE_NAME"), "This machine's Node ($NODE_NAME).")
 	fs.StringVar(&clusterNetwork, "cluster-network", "", "The hosted cluster's pod network (its first clusterNetwork CIDR).")
-	fs.StringVar(&a.CNIConfigFile, "cni-config-file", podnetwork.CNIConfigFile, "Where the CNI configuration goes.")
+	fs.StringVar(&cniConfigFile, "cni-config-file", podnetwork.CNIConfigFile, "Where the CNI configuration goes.")
 	logging := startup.LoggingFlags(fs)
 	cmd.PreRun = func(*cobra.Command, []string) { startup.SetLogger(logging) }
 	return cmd

@@ -55,6 +55,11 @@ const (
 	ClusterAPIClusterNameLabel = "cluster.x-k8s.io/cluster-name"
 )
 
+// PodNetworkKubeconfigSecret holds the kubeconfig of the pod network that
+// each machine of platform Pod runs (PodNetworkUser, at the published
+// endpoint); the machines' Pods mount it.
+const PodNetworkKubeconfigSecret = "pod-network-kubeconfig"
+
 // ClusterAPIWebhookSecret holds the serving certificate of the cluster-api
 // manager's webhook server (tls.crt, tls.key: its default file names).
 const ClusterAPIWebhookSecret = hyperv1.ClusterAPIWebhookSecretName
@@ -105,7 +110,7 @@ func SecretNames(in Inputs) []string {
 	if in.ClusterAPICluster == "" {
 		return Secrets
 	}
-	return append(slices.Clone(Secrets), ClusterAPIWebhookSecret, ClusterAPIKubeconfigSecret(in.ClusterAPICluster))
+	return append(slices.Clone(Secrets), ClusterAPIWebhookSecret, ClusterAPIKubeconfigSecret(in.ClusterAPICluster), PodNetworkKubeconfigSecret)
 }
 
 // Secrets are the Secrets Plan writes for every control plane, in the

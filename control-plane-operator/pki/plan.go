@@ -39,6 +39,11 @@ const (
 	// cluster, where it drains and deletes the Nodes of the machines it
 	// removes: a ClusterRole of the hosted cluster grants just that.
 	ClusterAPIUser = "system:hypershift:cluster-api"
+	// PodNetworkUser is the name, in the hosted cluster, of the pod
+	// network of the machines of platform Pod, which each machine runs:
+	// a ClusterRole of the hosted cluster lets it read Nodes, nothing more
+	// (a kubelet's own credential reads only its own Node).
+	PodNetworkUser = "system:hypershift:pod-network"
 )
 
 // Names are the DNS names and IP addresses a certificate covers.
@@ -188,6 +193,14 @@ func Plan(in Inputs, live map[string]*corev1.Secret, now time.Time) (*Result, er
 				name: ClusterAPIKubeconfigSecret(in.ClusterAPICluster), key: ClusterAPIKubeconfigKey,
 				labels: map[string]string{ClusterAPIClusterNameLabel: in.ClusterAPICluster},
 			}, root, names(ClusterAPIUser, nil, Names{}, client), in.InternalURL)
+		},
+		func() error {
+			// The machines reach the kube-apiserver where their kubelets
+			// do: at its published endpoint.
+			if in.ClusterAPICluster == "" || in.ExternalURL == "" {
+				return nil
+			}
+			return p.kubeconfig(PodNetworkKubeconfigSecret, root, names(PodNetworkUser, nil, Names{}, client), in.ExternalURL)
 		},
 	}
 	for _, step := range steps {

@@ -515,8 +515,22 @@ func TestPlanClusterAPIKubeconfig(t *testing.T) {
 	if err != nil || cert.Subject.CommonName != ClusterAPIUser || len(cert.Subject.Organization) != 0 || content.server != in.InternalURL {
 		t.Errorf("certificate of %v (%v), server %s", cert.Subject, err, content.server)
 	}
+	// The machines' pod network: its own user, at the published endpoint,
+	// which is where the machines' kubelets reach the kube-apiserver.
+	network := byName(result)[PodNetworkKubeconfigSecret]
+	if network == nil {
+		t.Fatalf("no %s among %v", PodNetworkKubeconfigSecret, writtenNames(result))
+	}
+	content, err = decodeKubeconfig(network.Data[KubeconfigKey])
+	if err != nil {
+		t.Fatalf("%s: %v", PodNetworkKubeconfigSecret, err)
+	}
+	cert, err = parseCert(content.certPEM)
+	if err != nil || cert.Subject.CommonName != PodNetworkUser || len(cert.Subject.Organization) != 0 || content.server != in.ExternalURL {
+		t.Errorf("%s: certificate of %v (%v), server %s", PodNetworkKubeconfigSecret, cert.Subject, err, content.server)
+	}
 	names := SecretNames(in)
-	if diff := cmp.Diff(append(slices.Clone(allSecrets), ClusterAPIWebhookSecret, "demo-kubeconfig"), names); diff != "" {
+	if diff := cmp.Diff(append(slices.Clone(allSecrets), ClusterAPIWebhookSecret, "demo-kubeconfig", PodNetworkKubeconfigSecret), names); diff != "" {
 		t.Errorf("SecretNames (-want +got):\n%s", diff)
 	}
 	live := map[string]*corev1.Secret{}

@@ -24,6 +24,10 @@ const Resync = time.Minute
 // retry is how soon a pass that failed is tried again.
 const retry = 2 * time.Second
 
+// errNotYet is a pass that waits for its Node: registered, with a pod
+// subnet and an address.
+var errNotYet = errors.New("not yet")
+
 // Agent keeps one machine's part of the pod network, from the hosted
 // cluster's Nodes.
 type Agent struct {
@@ -78,7 +82,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}
 		next := Resync
-		if err != nil {
+		switch {
+		case errors.Is(err, errNotYet):
+			// The Node's change wakes the next pass; the retry is a net.
+			a.Log.V(1).Info("Pod network waits for its Node", "reason", err.Error())
+			next = retry
+		case err != nil:
 			a.Log.Error(err, "Pod network not applied; trying again", "node", a.NodeName)
 			next = retry
 		}
@@ -97,11 +106,11 @@ func (a *Agent) pass(list []*corev1.Node) (Plan, error) {
 		}
 	}
 	if self == nil {
-		return Plan{}, fmt.Errorf("node %s does not exist", a.NodeName)
+		return Plan{}, fmt.Errorf("%w: node %s does not exist", errNotYet, a.NodeName)
 	}
 	peer, ok := PeerOf(self)
 	if !ok {
-		return Plan{}, fmt.Errorf("node %s has no pod subnet (spec.podCIDR) or IPv4 InternalIP yet, or no %s=true label", a.NodeName, NodeLabel)
+		return Plan{}, fmt.Errorf("%w: node %s has no pod subnet (spec.podCIDR) or IPv4 InternalIP yet, or no %s=true label", errNotYet, a.NodeName, NodeLabel)
 	}
 	mtu, err := linkMTU(peer.Address)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Package podnetwork is a hosted cluster's pod network on the machines of
-// its NodePools of platform Pod: a DaemonSet of the hosted cluster (the
-// control-plane-operator renders it) runs the Agent on every machine that
-// asks for it (label NodeLabel), in the machine's network.
+// its NodePools of platform Pod: each machine runs the Agent in its own
+// init (hypershift-machine run), in the machine's network, from its start;
+// on machines made before that, a DaemonSet of the hosted cluster (the
+// control-plane-operator renders it) runs it (label NodeLabel without
+// hyperv1.PodNetworkAgentLabel).
 //
 // Each machine's pods get addresses from its Node's spec.podCIDR, which the
 // hosted kube-controller-manager allocates from the cluster network, on a

@@ -1,5 +1,10 @@
 package v1beta1
 
+import (
+	"errors"
+	"net/netip"
+)
+
 // How worker nodes join a hosted cluster: with a bootstrap token (kubelet
 // TLS bootstrap), as kubeadm's nodes do. These names are contracts between
 // the control-plane-operator, which installs the bootstrap RBAC in the
@@ -62,3 +67,24 @@ func NodePoolJoinSecretName(pool string) string { return pool + "-join" }
 // pod network's DaemonSet, which the control-plane-operator installs in
 // the hosted cluster, runs on such Nodes only.
 const PodNetworkNodeLabel = "hypershift.openshift.io/pod-network"
+
+// PodNetworkAgentLabel marks, on a Node of platform Pod, a machine that
+// runs its part of the pod network in its own init, set to
+// PodNetworkAgentInMachine: the pod network's DaemonSet, kept for the
+// machines made before, does not run there.
+const PodNetworkAgentLabel = "hypershift.openshift.io/pod-network-agent"
+
+// PodNetworkAgentInMachine is PodNetworkAgentLabel's value.
+const PodNetworkAgentInMachine = "machine"
+
+// PodNetworkRange is the range the pod network of the machines of platform
+// Pod gives pod addresses from: the first IPv4 cluster network (that pod
+// network is IPv4 only).
+func (n ClusterNetworking) PodNetworkRange() (netip.Prefix, error) {
+	for _, c := range n.ClusterNetwork {
+		if p, err := netip.ParsePrefix(c.CIDR); err == nil && p.Addr().Is4() {
+			return p.Masked(), nil
+		}
+	}
+	return netip.Prefix{}, errors.New("the hosted cluster has no IPv4 cluster network: the pod network of machines of platform Pod is IPv4 only")
+}

@@ -10,7 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,6 +142,28 @@ func TestDataPlaneFollowsTheReleaseAndTheEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(cm.Data["kubeconfig.conf"], "server: https://192.0.2.10:31443") {
 		t.Errorf("the pod network's kubeconfig does not reach the published endpoint:\n%s", cm.Data["kubeconfig.conf"])
+	}
+	// A machine that runs the pod network itself gets no DaemonSet pod, and
+	// its agent, as the pod network's user, reads Nodes and writes none.
+	if a := podNet.Spec.Template.Spec.Affinity; a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil ||
+		!slices.ContainsFunc(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions, func(r corev1.NodeSelectorRequirement) bool {
+			return r.Key == hyperv1.PodNetworkAgentLabel && r.Operator == corev1.NodeSelectorOpDoesNotExist
+		}) {
+		t.Errorf("the pod network's DaemonSet runs on machines that run it themselves: affinity %+v", a)
+	}
+	agent, err := env.AddUser(pki.PodNetworkUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentClient, err := kubernetes.NewForConfig(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentClient.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the machines' pod network cannot list Nodes as %s: %v", pki.PodNetworkUser, err)
+	}
+	if err := agentClient.CoreV1().Nodes().Delete(t.Context(), "any", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the machines' pod network deleting a Node: %v, want forbidden", err)
 	}
 
 	applier := apply.Applier{Client: r.hosted, FieldOwner: FieldOwner}

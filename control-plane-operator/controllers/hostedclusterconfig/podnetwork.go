@@ -1,9 +1,6 @@
 package hostedclusterconfig
 
 import (
-	"fmt"
-	"net/netip"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 )
 
 // PodNetworkImageTag is the release payload's image of the pod network of
@@ -25,20 +23,24 @@ const (
 	cniConfigDir     = "/etc/cni/net.d"
 )
 
-// podNetwork runs the pod network on every machine that asks for it
-// (hyperv1.PodNetworkNodeLabel: the machines of platform Pod): a DaemonSet
-// in each machine's network that gives its pods their addresses from the
-// Node's pod subnet and routes them to the other machines' (package
-// hypershift-machine/podnetwork). It reads Nodes, nothing else, with a kubeconfig
-// that reaches the kube-apiserver at its published endpoint, as
-// kube-proxy's does: Services work only once the pod network does. No
-// image in the payload, no pod network: the release has no machines of
-// platform Pod.
+// podNetwork lets the pod network of the machines of platform Pod read
+// Nodes, and runs it on the machines that do not run it themselves. Each
+// machine's part gives its pods their addresses from the Node's pod subnet
+// and routes them to the other machines' (package
+// hypershift-machine/podnetwork). A machine runs it in its own init
+// (hyperv1.PodNetworkAgentLabel), as user pki.PodNetworkUser, from its
+// first second: the node is Ready without waiting for a pod to be
+// scheduled, pulled and started on it. Machines made before that get a
+// DaemonSet in their network (hyperv1.PodNetworkNodeLabel without the
+// agent label), as ServiceAccount pod-network. Both read Nodes, nothing
+// else, at the kube-apiserver's published endpoint, as kube-proxy does:
+// Services work only once the pod network does. No image in the payload,
+// no pod network: the release has no machines of platform Pod.
 func podNetwork(in DataPlaneInputs, endpoint *hyperv1.APIEndpoint) ([]client.Object, error) {
 	if in.PodNetworkImage == "" {
 		return nil, nil
 	}
-	clusterNetwork, err := firstIPv4ClusterNetwork(in.HostedControlPlane)
+	clusterNetwork, err := in.HostedControlPlane.Spec.Networking.PodNetworkRange()
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +67,12 @@ func podNetwork(in DataPlaneInputs, endpoint *hyperv1.APIEndpoint) ([]client.Obj
 					HostNetwork:        true,
 					PriorityClassName:  "system-node-critical",
 					NodeSelector:       map[string]string{hyperv1.PodNetworkNodeLabel: "true"},
+					// Not on a machine that runs the pod network itself.
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hyperv1.PodNetworkAgentLabel, Operator: corev1.NodeSelectorOpDoesNotExist}},
+						}}},
+					}},
 					// The node is not ready until the pod network is.
 					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					Containers: []corev1.Container{{
@@ -103,7 +111,7 @@ func podNetwork(in DataPlaneInputs, endpoint *hyperv1.APIEndpoint) ([]client.Obj
 	return []client.Object{
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(ns, podNetworkName, labels)},
 		role,
-		serviceAccountBinding("hypershift:pod-network", role.Name, ns, podNetworkName),
+		podNetworkBinding(role.Name, ns),
 		&corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: meta(ns, podNetworkName, labels),
@@ -113,13 +121,10 @@ func podNetwork(in DataPlaneInputs, endpoint *hyperv1.APIEndpoint) ([]client.Obj
 	}, nil
 }
 
-// firstIPv4ClusterNetwork is the pod network's range: the hosted
-// cluster's first IPv4 cluster network.
-func firstIPv4ClusterNetwork(hcp *hyperv1.HostedControlPlane) (netip.Prefix, error) {
-	for _, n := range hcp.Spec.Networking.ClusterNetwork {
-		if p, err := netip.ParsePrefix(n.CIDR); err == nil && p.Addr().Is4() {
-			return p.Masked(), nil
-		}
-	}
-	return netip.Prefix{}, fmt.Errorf("the hosted cluster has no IPv4 cluster network: the pod network of machines of platform Pod is IPv4 only")
+// podNetworkBinding lets both kinds of the pod network read Nodes: the
+// DaemonSet's ServiceAccount and the machines' user.
+func podNetworkBinding(role, namespace string) *rbacv1.ClusterRoleBinding {
+	b := serviceAccountBinding("hypershift:pod-network", role, namespace, podNetworkName)
+	b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: pki.PodNetworkUser})
+	return b
 }

@@ -1,6 +1,7 @@
 package podmachine
 
 import (
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	infrav1 "github.com/hypershift-le/hypershift/api/infrastructure/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 )
 
 // MachineLabel names, on a machine's Pod, its PodMachine.
@@ -31,6 +33,7 @@ func ProviderID(namespace, name string) string { return "pod://" + namespace + "
 const (
 	joinDir       = "/etc/hypershift/join"
 	pullSecretDir = "/etc/hypershift/pull-secret"
+	podNetworkDir = "/etc/hypershift/pod-network"
 )
 
 // MachinePod is the Pod that is machine m: the machine image, privileged
@@ -38,14 +41,19 @@ const (
 // Secret joinSecret, pulling with the pull secret pullSecret. Its disks
 // (/var/lib, /run, /var/log) are emptyDir volumes: a restart of its
 // container is the machine's reboot, the Pod's deletion the machine's end.
-// It has no credentials of the management cluster.
-func MachinePod(m *infrav1.PodMachine, joinSecret, pullSecret string) *corev1.Pod {
+// The machine runs its part of the hosted cluster's pod network (pod
+// subnet podNetwork) itself, with the pod network's kubeconfig of the
+// hosted cluster (pki.PodNetworkKubeconfigSecret). It has no credentials
+// of the management cluster.
+func MachinePod(m *infrav1.PodMachine, joinSecret, pullSecret string, podNetwork netip.Prefix) *corev1.Pod {
 	args := []string{
 		"--name=" + m.Name,
 		"--address=$(MACHINE_ADDRESS)",
 		"--provider-id=" + ProviderID(m.Namespace, m.Name),
 		"--sandbox-image=" + m.Spec.SandboxImage,
-		"--node-labels=" + hyperv1.PodNetworkNodeLabel + "=true",
+		"--node-labels=" + hyperv1.PodNetworkNodeLabel + "=true," + hyperv1.PodNetworkAgentLabel + "=" + hyperv1.PodNetworkAgentInMachine,
+		"--pod-network-kubeconfig=" + podNetworkDir + "/" + pki.KubeconfigKey,
+		"--cluster-network=" + podNetwork.String(),
 	}
 	if len(m.Spec.InsecureRegistries) > 0 {
 		args = append(args, "--insecure-registries="+strings.Join(m.Spec.InsecureRegistries, ","))
@@ -92,6 +100,7 @@ func MachinePod(m *infrav1.PodMachine, joinSecret, pullSecret string) *corev1.Po
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "join", MountPath: joinDir, ReadOnly: true},
 					{Name: "pull-secret", MountPath: pullSecretDir, ReadOnly: true},
+					{Name: "pod-network", MountPath: podNetworkDir, ReadOnly: true},
 					{Name: "var-lib", MountPath: "/var/lib"},
 					{Name: "run", MountPath: "/run"},
 					{Name: "var-log", MountPath: "/var/log"},
@@ -101,6 +110,9 @@ func MachinePod(m *infrav1.PodMachine, joinSecret, pullSecret string) *corev1.Po
 				{Name: "join", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: joinSecret, DefaultMode: ptr.To(int32(0o400))}}},
 				{Name: "pull-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: pullSecret, DefaultMode: ptr.To(int32(0o400)), Optional: ptr.To(true),
+				}}},
+				{Name: "pod-network", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: pki.PodNetworkKubeconfigSecret, DefaultMode: ptr.To(int32(0o400)),
 				}}},
 				emptyDir("var-lib"), emptyDir("run"), emptyDir("var-log"),
 			},

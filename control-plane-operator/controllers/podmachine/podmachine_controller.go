@@ -76,7 +76,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, pm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if act, err := r.acts(ctx, req.Namespace); err != nil || !act {
+	hcp, err := r.actingFor(ctx, req.Namespace)
+	if err != nil || hcp == nil {
 		return ctrl.Result{}, err
 	}
 	if !pm.DeletionTimestamp.IsZero() {
@@ -91,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	original := pm.Status.DeepCopy()
-	err := r.reconcileNormal(ctx, pm)
+	err = r.reconcileNormal(ctx, pm, hcp)
 	if !equality.Semantic.DeepEqual(*original, pm.Status) {
 		if statusErr := r.Client.Status().Update(ctx, pm, client.FieldOwner(FieldOwner)); statusErr != nil && !apierrors.IsNotFound(statusErr) {
 			err = errors.Join(err, fmt.Errorf("failed to update the status of PodMachine %s: %w", pm.Name, statusErr))
@@ -100,25 +101,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, err
 }
 
-// acts says whether this control-plane-operator may make and remove
-// machines: not when it was rolled out for another release than its
-// HostedControlPlane's (its successor does), nor while the control plane
-// is paused.
-func (r *Reconciler) acts(ctx context.Context, namespace string) (bool, error) {
+// actingFor is the HostedControlPlane the machines are of, when this
+// control-plane-operator may make and remove machines; nil when it was
+// rolled out for another release than its HostedControlPlane's (its
+// successor does), or while the control plane is paused.
+func (r *Reconciler) actingFor(ctx context.Context, namespace string) (*hyperv1.HostedControlPlane, error) {
 	hcp := &hyperv1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: r.HostedControlPlane}, hcp); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
 	if r.OperateOnReleaseImage != "" && r.OperateOnReleaseImage != hcp.Spec.ReleaseImage {
-		return false, nil
+		return nil, nil
 	}
-	paused, _, err := hyperv1.ParsePausedUntil(hcp.Spec.PausedUntil, time.Now())
-	return err == nil && !paused, nil
+	if paused, _, err := hyperv1.ParsePausedUntil(hcp.Spec.PausedUntil, time.Now()); err != nil || paused {
+		return nil, nil
+	}
+	return hcp, nil
 }
 
 // reconcileNormal runs the machine's Pod once its Machine has bootstrap
 // data, and reports the Pod.
-func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine) error {
+func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine, hcp *hyperv1.HostedControlPlane) error {
 	ready := func(status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{
 			Type: "Ready", Status: status, Reason: reason, Message: message, ObservedGeneration: pm.Generation,
@@ -139,7 +142,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine
 	pod := &corev1.Pod{}
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(pm), pod); {
 	case apierrors.IsNotFound(err):
-		pod = MachinePod(pm, *machine.Spec.Bootstrap.DataSecretName, hyperv1.PullSecretName)
+		podNetwork, err := hcp.Spec.Networking.PodNetworkRange()
+		if err != nil {
+			ready(metav1.ConditionFalse, PodPendingReason, err.Error())
+			return nil // the range is immutable: nothing to retry
+		}
+		pod = MachinePod(pm, *machine.Spec.Bootstrap.DataSecretName, hyperv1.PullSecretName, podNetwork)
 		if err := r.Client.Create(ctx, pod, client.FieldOwner(FieldOwner)); err != nil {
 			return fmt.Errorf("failed to create the Pod of machine %s: %w", pm.Name, err)
 		}

@@ -2,7 +2,9 @@ package podmachine
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	infrav1 "github.com/hypershift-le/hypershift/api/infrastructure/v1beta1"
+	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -37,7 +40,7 @@ func TestMachinePod(t *testing.T) {
 			InsecureRegistries: []string{"registry.example.com"},
 		},
 	}
-	testutil.CompareWithGolden(t, "machine-pod", MachinePod(pm, "join-workers-3f2a", hyperv1.PullSecretName))
+	testutil.CompareWithGolden(t, "machine-pod", MachinePod(pm, "join-workers-3f2a", hyperv1.PullSecretName, netip.MustParsePrefix("10.132.0.0/14")))
 }
 
 // fixture is a control-plane namespace with its HostedControlPlane of
@@ -149,6 +152,14 @@ func TestReconcile(t *testing.T) {
 		if !metav1.IsControlledBy(pod, pm) || pod.Spec.Volumes[0].Secret.SecretName != "join-workers-1" {
 			t.Errorf("the Pod is not the machine's, with its bootstrap data: owners %v, volumes %v", pod.OwnerReferences, pod.Spec.Volumes)
 		}
+		// The machine runs its part of the pod network over the hosted
+		// cluster's range (the API's default here), with its kubeconfig.
+		if args := pod.Spec.Containers[0].Args; !slices.Contains(args, "--cluster-network=10.132.0.0/14") ||
+			!slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == pki.PodNetworkKubeconfigSecret
+			}) {
+			t.Errorf("the machine does not run the pod network over 10.132.0.0/14 with its kubeconfig: args %v, volumes %v", args, pod.Spec.Volumes)
+		}
 
 		// What the management cluster's kubelet reports once it runs.
 		pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, "198.19.1.9"
@@ -206,7 +217,7 @@ func TestReconcile(t *testing.T) {
 	t.Run("a Pod of an earlier machine of the same name is deleted first", func(t *testing.T) {
 		f := newFixture(t)
 		stale := MachinePod(&infrav1.PodMachine{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "workers-c", UID: "0e5a1e7c-0000-4000-8000-0000000000ff"},
-			Spec: infrav1.PodMachineSpec{Image: "old", SandboxImage: "old"}}, "join-old", hyperv1.PullSecretName)
+			Spec: infrav1.PodMachineSpec{Image: "old", SandboxImage: "old"}}, "join-old", hyperv1.PullSecretName, netip.MustParsePrefix("10.132.0.0/14"))
 		if err := env.Client.Create(t.Context(), stale); err != nil {
 			t.Fatal(err)
 		}
