@@ -14,6 +14,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	infrav1 "github.com/hypershift-le/hypershift/api/infrastructure/v1beta1"
+	"github.com/hypershift-le/hypershift/support/controlplanekinds"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
@@ -35,10 +36,11 @@ var (
 // ControlPlaneOperatorRules are the permissions of a control-plane-operator in
 // its control-plane namespace: its Lease (create cannot be limited by name;
 // get, update, and list and watch with a metadata.name field selector are),
-// the hosted control plane's Deployments, StatefulSet, PodDisruptionBudgets,
-// Services and Secrets, reading its claims, (its PKI, and the pull secret the HO copies next to
-// it), its HostedControlPlane (a finalizer, patched) and that object's
-// status, and events.
+// each kind of controlplanekinds.All with its verbs (the hosted control
+// plane's Deployments, StatefulSet, PodDisruptionBudgets and Services; its
+// Secrets: its PKI, and the pull secret the HO copies next to it, read;
+// reading its claims), its HostedControlPlane (a finalizer, patched) and
+// that object's status, and events.
 func ControlPlaneOperatorRules() []rbacv1.PolicyRule {
 	return slices.Clone(controlPlaneOperatorRules)
 }
@@ -80,21 +82,32 @@ func ClusterAPIRules() []rbacv1.PolicyRule {
 }
 
 // controlPlaneOperatorRules are ControlPlaneOperatorRules: a copy goes out.
-var controlPlaneOperatorRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: readWrite},
-	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readWrite},
-	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: readWrite},
-	// etcd's claims, to say why it does not start (never written: they
-	// hold the data).
-	{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: read},
-	// The hosted control plane's PKI (watched, so a deleted Secret comes
-	// back; never deleted by the CPO: keys and the CA hold data).
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: applied},
-	{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "patch"}},
-	{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"update"}},
-	{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+var controlPlaneOperatorRules = slices.Concat(
+	[]rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.ControlPlaneOperatorLeaseName}},
+	},
+	kindRules(controlplanekinds.All),
+	[]rbacv1.PolicyRule{
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"hostedcontrolplanes/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	},
+)
+
+// kindRules grant each kind its verbs, in order: one rule for each run of
+// kinds of one group with the same verbs.
+func kindRules(kinds []controlplanekinds.Kind) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, kind := range kinds {
+		verbs := kind.Verbs()
+		if n := len(rules); n > 0 && rules[n-1].APIGroups[0] == kind.GVK.Group && slices.Equal(rules[n-1].Verbs, verbs) {
+			rules[n-1].Resources = append(rules[n-1].Resources, kind.Resource)
+			continue
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{kind.GVK.Group}, Resources: []string{kind.Resource}, Verbs: verbs})
+	}
+	return rules
 }
 
 // HypershiftOperatorRules are the HO's cluster-wide permissions: what it

@@ -5,7 +5,25 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/component-helpers/auth/rbac/validation"
+
+	"github.com/hypershift-le/hypershift/support/controlplanekinds"
 )
+
+// TestControlPlaneOperatorRulesGrantEveryKind: the CPO Role grants each
+// kind of controlplanekinds.All its verbs, and delete on none that its
+// teardown leaves alone.
+func TestControlPlaneOperatorRulesGrantEveryKind(t *testing.T) {
+	for _, kind := range controlplanekinds.All {
+		want := []rbacv1.PolicyRule{{APIGroups: []string{kind.GVK.Group}, Resources: []string{kind.Resource}, Verbs: kind.Verbs()}}
+		if covers, missing := validation.Covers(ControlPlaneOperatorRules(), want); !covers {
+			t.Errorf("the control-plane-operator may not %v", missing)
+		}
+		del := []rbacv1.PolicyRule{{APIGroups: []string{kind.GVK.Group}, Resources: []string{kind.Resource}, Verbs: []string{"delete"}}}
+		if covers, _ := validation.Covers(ControlPlaneOperatorRules(), del); covers != kind.Deleted {
+			t.Errorf("the control-plane-operator may delete %s: %v, its teardown deletes them: %v", kind.Resource, covers, kind.Deleted)
+		}
+	}
+}
 
 func TestHypershiftOperatorRulesCoverTheRolesItGrants(t *testing.T) {
 	for name, rules := range map[string][]rbacv1.PolicyRule{

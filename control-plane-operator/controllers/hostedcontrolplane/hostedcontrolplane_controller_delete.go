@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +15,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
+	"github.com/hypershift-le/hypershift/support/controlplanekinds"
 )
 
 // componentSelector selects every object the CPO renders.
@@ -29,19 +27,21 @@ var componentSelector = func() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }()
 
-// reconcileDelete removes every component's workloads and Services, waits
-// until they are gone, and then lets the HostedControlPlane go. What holds
-// data stays for the namespace to take: the etcd claims, and the PKI's
-// Secrets with the CAs.
+// reconcileDelete removes the component objects of every kind
+// controlplanekinds.All marks Deleted (the workloads, their
+// PodDisruptionBudgets, the Services), waits until they are gone, and then
+// lets the HostedControlPlane go. What holds data stays for the namespace
+// to take: the etcd claims, and the PKI's Secrets with the CAs.
 func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hyperv1.HostedControlPlane) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(hcp, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	remaining := 0
-	for _, list := range []client.ObjectList{
-		&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &policyv1.PodDisruptionBudgetList{}, &corev1.ServiceList{},
-	} {
-		n, err := r.deleteAll(ctx, hcp.Namespace, list)
+	for _, kind := range controlplanekinds.All {
+		if !kind.Deleted {
+			continue
+		}
+		n, err := r.deleteAll(ctx, hcp.Namespace, kind.NewList())
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -3,9 +3,7 @@ package hostedcontrolplane
 import (
 	"context"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/controlplanekinds"
 )
 
 // isComponent passes events of the objects the CPO renders.
@@ -39,15 +38,16 @@ func CacheOptions(namespace, name string) cache.Options {
 	}
 }
 
-// SetupWithManager registers the controller. Controllers are leader-only
-// runnables: a standby starts none of them.
+// SetupWithManager registers the controller, which watches the component
+// objects of every kind of controlplanekinds.All. Controllers are
+// leader-only runnables: a standby starts none of them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byHostedControlPlane := handler.EnqueueRequestsFromMapFunc(r.hostedControlPlane)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcontrolplane").
 		For(&hyperv1.HostedControlPlane{}, builder.WithPredicates(r.isOwnHostedControlPlane()))
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &corev1.Service{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{}} {
-		b = b.Watches(obj, byHostedControlPlane, builder.WithPredicates(isComponent))
+	for _, kind := range controlplanekinds.All {
+		b = b.Watches(kind.New(), byHostedControlPlane, builder.WithPredicates(isComponent))
 	}
 	return b.Complete(r)
 }
