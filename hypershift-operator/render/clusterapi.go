@@ -109,7 +109,15 @@ func ClusterAPIDeployment(in Inputs) *appsv1.Deployment {
 		"--leader-elect-retry-period=" + t.RetryPeriod.String(),
 		// What `hypershift install` installs: no MachinePools, and no
 		// MachineSet preflight checks (they judge kubeadm control planes).
-		"--feature-gates=MachinePool=false,MachineSetPreflightChecks=false",
+		// No reconciler rate limiting: it holds every object to one
+		// reconcile a second, which guards a manager of hundreds of
+		// clusters against hot loops but here, for the few objects of one
+		// hosted cluster, put 4 of a new machine's 11 s between the
+		// MachineDeployment and its Machine (finalizer, then paused
+		// condition, then the next object, a second apart; make
+		// bench-nodepools). Failures still back off (controller-runtime's
+		// rate limiter).
+		"--feature-gates=MachinePool=false,MachineSetPreflightChecks=false,ReconcilerRateLimiting=false",
 		// Its CRDs' storage versions are `hypershift install`'s to manage.
 		"--skip-crd-migration-phases=StorageVersionMigration",
 		"--skip-crd-migration-phases=CleanupManagedFields",
