@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,8 +23,12 @@ import (
 // repairs what something else changed in the machine's network.
 const Resync = time.Minute
 
-// retry is how soon a pass that failed is tried again.
-const retry = 2 * time.Second
+// retry is how soon a pass that failed is tried again; waiting how soon
+// one that waits for its Node or kube-proxy looks again.
+const (
+	retry   = 2 * time.Second
+	waiting = 250 * time.Millisecond
+)
 
 // errNotYet is a pass that waits for its Node: registered, with a pod
 // subnet and an address.
@@ -41,7 +47,15 @@ type Agent struct {
 	CNIConfigFile string
 	// Log is the Agent's logger.
 	Log logr.Logger
+	// ServiceProxyHealthz is kube-proxy's health check on this machine
+	// (ServiceProxyHealthz when empty): the first CNI configuration waits
+	// for it (see pass).
+	ServiceProxyHealthz string
 }
+
+// ServiceProxyHealthz is where kube-proxy says, on every machine, that it
+// has programmed the Services (its default healthz address).
+const ServiceProxyHealthz = "http://127.0.0.1:10256/healthz"
 
 // Run keeps the network until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
@@ -64,7 +78,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
 		return fmt.Errorf("the hosted cluster's Nodes were not listed: %w", ctx.Err())
 	}
-	var applied Plan
+	var (
+		applied   Plan
+		waitedFor string
+	)
 	timer := time.NewTimer(0)
 	for {
 		select {
@@ -84,9 +101,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		next := Resync
 		switch {
 		case errors.Is(err, errNotYet):
-			// The Node's change wakes the next pass; the retry is a net.
-			a.Log.V(1).Info("Pod network waits for its Node", "reason", err.Error())
-			next = retry
+			// Said once per reason, looked at again soon.
+			if err.Error() != waitedFor {
+				a.Log.Info("Pod network waits", "node", a.NodeName, "reason", err.Error())
+				waitedFor = err.Error()
+			}
+			next = waiting
 		case err != nil:
 			a.Log.Error(err, "Pod network not applied; trying again", "node", a.NodeName)
 			next = retry
@@ -122,7 +142,34 @@ func (a *Agent) pass(list []*corev1.Node) (Plan, error) {
 	if err := errors.Join(Apply(plan), EnsureMasquerade(plan)); err != nil {
 		return Plan{}, err
 	}
+	// The first time, only once kube-proxy has programmed the Services
+	// here: a pod that starts before would send its first packets to a
+	// Service address untranslated, and the connection tracking keeps
+	// them so (CoreDNS then waits a minute for the API).
+	if _, err := os.Stat(a.CNIConfigFile); errors.Is(err, os.ErrNotExist) {
+		if err := a.servicesProgrammed(); err != nil {
+			return Plan{}, err
+		}
+	}
 	return plan, WriteCNIConfig(plan, a.CNIConfigFile)
+}
+
+// servicesProgrammed is nil once kube-proxy on this machine is healthy.
+func (a *Agent) servicesProgrammed() error {
+	url := a.ServiceProxyHealthz
+	if url == "" {
+		url = ServiceProxyHealthz
+	}
+	client := http.Client{Timeout: time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return fmt.Errorf("%w: kube-proxy has not programmed the Services on this machine yet (%s: %v)", errNotYet, url, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: kube-proxy has not programmed the Services on this machine yet (%s: %s)", errNotYet, url, resp.Status)
+	}
+	return nil
 }
 
 // linkMTU is the MTU of the machine's link that holds address.
