@@ -89,6 +89,7 @@ func Run(ctx context.Context, log logr.Logger, o Options) error {
 		{"mount the cgroup hierarchies", m.mountCgroups},
 		{"write the configuration", m.writeFiles},
 		{"start containerd", m.startContainerd},
+		{"get the kubelet's client certificate", m.bootstrapKubelet},
 		{"start the kubelet", m.startKubelet},
 	}
 	for _, s := range steps {
