@@ -30,8 +30,9 @@ const (
 	waiting = 250 * time.Millisecond
 )
 
-// errNotYet is a pass that waits for its Node: registered, with a pod
-// subnet and an address.
+// errNotYet is a pass that waits: for its Node (registered, with a pod
+// subnet and an address), or, before the first CNI configuration, for
+// kube-proxy.
 var errNotYet = errors.New("not yet")
 
 // Agent keeps one machine's part of the pod network, from the hosted
