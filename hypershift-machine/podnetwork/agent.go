@@ -164,7 +164,7 @@ func (a *Agent) servicesProgrammed() error {
 	client := http.Client{Timeout: time.Second}
 	resp, err := client.Get(url)
 	if err != nil {
-		return fmt.Errorf("%w: kube-proxy has not programmed the Services on this machine yet (%s: %v)", errNotYet, url, err)
+		return fmt.Errorf("%w: kube-proxy has not programmed the Services on this machine yet (%s: %w)", errNotYet, url, err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
