@@ -138,19 +138,20 @@ func (a *Agent) pass(list []*corev1.Node) (Plan, error) {
 		return Plan{}, err
 	}
 	plan := NewPlan(peer, nodes, a.ClusterNetwork, mtu)
-	// The CNI configuration last: the kubelet reports the network ready
-	// once it is there, and by then it is.
-	if err := errors.Join(Apply(plan), EnsureMasquerade(plan)); err != nil {
-		return Plan{}, err
-	}
 	// The first time, only once kube-proxy has programmed the Services
 	// here: a pod that starts before would send its first packets to a
 	// Service address untranslated, and the connection tracking keeps
-	// them so (CoreDNS then waits a minute for the API).
+	// them so (CoreDNS then waits a minute for the API). Looked at before
+	// anything is applied: a wait costs one local request, not the plan.
 	if _, err := os.Stat(a.CNIConfigFile); errors.Is(err, os.ErrNotExist) {
 		if err := a.servicesProgrammed(); err != nil {
 			return Plan{}, err
 		}
+	}
+	// The CNI configuration last: the kubelet reports the network ready
+	// once it is there, and by then it is.
+	if err := errors.Join(Apply(plan), EnsureMasquerade(plan)); err != nil {
+		return Plan{}, err
 	}
 	return plan, WriteCNIConfig(plan, a.CNIConfigFile)
 }
