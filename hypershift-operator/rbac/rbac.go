@@ -172,6 +172,10 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// namespace (read by name, never listed). The ClusterRole is the
 		// same whether or not the flag is on.
 		{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: []string{"get", "create", "patch", "delete"}},
+		// Platform Pod: the machine image cache (render.MachineImageCache),
+		// one per control-plane namespace, watched by name; it goes with its
+		// namespace.
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: applied},
 	}
 	own = append(own, PodPlatformControlPlaneOperatorRules()...)
 	return append(own, ClusterAPIRules()...)

@@ -39,15 +39,20 @@ const (
 )
 
 // ClusterAPIObjects are the objects of a HostedCluster's cluster-api
-// manager and its Cluster, in apply order; none unless its platform is Pod.
+// manager and its Cluster, in apply order, then its MachineImageCache when
+// the release names the images it needs; none unless its platform is Pod.
 func ClusterAPIObjects(in Inputs) []client.Object {
 	if in.HostedCluster.Spec.Platform.Type != hyperv1.PodPlatform {
 		return nil
 	}
-	return []client.Object{
+	objects := []client.Object{
 		ClusterAPIServiceAccount(in), ClusterAPIRole(in), ClusterAPIRoleBinding(in), ClusterAPIClusterRoleBinding(in),
 		ClusterAPIDeployment(in), PodCluster(in), ClusterAPICluster(in),
 	}
+	if cache := MachineImageCache(in); cache != nil {
+		objects = append(objects, cache)
+	}
+	return objects
 }
 
 // ClusterAPIServiceAccount is the cluster-api manager's identity.

@@ -40,6 +40,11 @@ type Inputs struct {
 	// ClusterAPITimings are the cluster-api manager's leader-election
 	// timings, valid.
 	ClusterAPITimings config.Timings
+	// MachineImage and SandboxImage are the release payload's machine
+	// image and pause image (platform Pod): MachineImageCache keeps the
+	// machine image on every management node. "" when the payload names
+	// none; the cache is then not rendered.
+	MachineImage, SandboxImage string
 }
 
 // Validate refuses inputs the renderers must not turn into objects.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -75,6 +76,8 @@ func podInputs() Inputs {
 	in.HostedCluster.Spec.Platform.Type = hyperv1.PodPlatform
 	in.ClusterAPIImage = "registry.example.com/ocp/cluster-api@sha256:aaaabbbbccccddddeeeeffff0000111122223333444455556666777788889999"
 	in.ClusterAPITimings = config.ClusterAPITimings
+	in.MachineImage = "registry.example.com/ocp/machine@sha256:1111222233334444555566667777888899990000aaaabbbbccccddddeeeeffff"
+	in.SandboxImage = "registry.example.com/ocp/pod@sha256:ffffeeeeddddccccbbbbaaaa0000999988887777666655554444333322221111"
 	return in
 }
 
@@ -91,7 +94,7 @@ func TestRenderPodPlatformGolden(t *testing.T) {
 	testutil.CompareWithGolden(t, "pod/role", ControlPlaneOperatorRole(in))
 	testutil.CompareWithGolden(t, "pod/deployment", ControlPlaneOperatorDeployment(in))
 	objects := ClusterAPIObjects(in)
-	if len(objects) != 7 {
+	if len(objects) != 8 {
 		t.Fatalf("%d cluster-api objects", len(objects))
 	}
 	for _, obj := range objects {
@@ -100,21 +103,30 @@ func TestRenderPodPlatformGolden(t *testing.T) {
 	if objects := ClusterAPIObjects(testInputs(hyperv1.SingleReplica)); len(objects) != 0 {
 		t.Errorf("platform None runs a cluster-api manager: %v", objects)
 	}
+	// A payload without platform Pod's images: no cache, nothing refused
+	// (its NodePools say what is missing).
+	noMachine := podInputs()
+	noMachine.MachineImage = ""
+	if objects := ClusterAPIObjects(noMachine); len(objects) != 7 || MachineImageCache(noMachine) != nil {
+		t.Errorf("a payload without a machine image renders a machine image cache: %v", objects)
+	}
 	in.ClusterAPIImage = ""
 	if err := in.Validate(); err == nil || !strings.Contains(err.Error(), "no cluster-api manager image") {
 		t.Errorf("platform Pod without a cluster-api image: %v", err)
 	}
 }
 
-func TestClusterAPIDeploymentIsRestricted(t *testing.T) {
+func TestPodPlatformWorkloadsAreRestricted(t *testing.T) {
 	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := ClusterAPIDeployment(podInputs())
-	results := evaluator.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
-	if agg := policy.AggregateCheckResults(results); !agg.Allowed {
-		t.Fatalf("the cluster-api manager's pod template violates Pod Security restricted: %s: %s", agg.ForbiddenReason(), agg.ForbiddenDetail())
+	d, cache := ClusterAPIDeployment(podInputs()), MachineImageCache(podInputs())
+	for what, template := range map[string]*corev1.PodTemplateSpec{"cluster-api manager": &d.Spec.Template, "machine image cache": &cache.Spec.Template} {
+		results := evaluator.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &template.ObjectMeta, &template.Spec)
+		if agg := policy.AggregateCheckResults(results); !agg.Allowed {
+			t.Errorf("the %s's pod template violates Pod Security restricted: %s: %s", what, agg.ForbiddenReason(), agg.ForbiddenDetail())
+		}
 	}
 }
 

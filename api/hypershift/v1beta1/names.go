@@ -275,3 +275,9 @@ const (
 	// annotation).
 	ClusterAPIManagerImageAnnotation = "hypershift.openshift.io/capi-manager-image"
 )
+
+// MachineImageCacheName names the DaemonSet that keeps the machine image of
+// a HostedCluster of platform Pod on every node of the management cluster
+// (the hypershift-operator runs it in the control-plane namespace), so that
+// a new machine's Pod starts without pulling it.
+const MachineImageCacheName = "machine-image-cache"

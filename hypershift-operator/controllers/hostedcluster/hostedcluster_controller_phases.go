@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/conditions"
@@ -193,6 +194,8 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ClusterAPIImage:             clusterAPIImage(s),
 		ClusterAPITimings:           config.ClusterAPITimings,
 	}
+	in.MachineImage, _ = s.release.ComponentImage(nodepool.MachineImageTag)
+	in.SandboxImage, _ = s.release.ComponentImage(nodepool.SandboxImageTag)
 	if err := in.Validate(); err != nil {
 		// Only a change of the HostedCluster (which starts a pass) or of
 		// the operator's flags can fix it: no retry.

@@ -52,8 +52,8 @@ var clusterScopedObjects = func() labels.Selector {
 // CacheOptions limits the manager's cache to what this controller needs:
 // control-plane namespaces, only the CPO Lease of each namespace, of
 // Secrets only the copies it writes (watched for drift; reads of Secrets go
-// past the cache), and of ClusterRoleBindings and Services only those it
-// creates. The admin kubeconfigs it copies from are watched through
+// past the cache), of ClusterRoleBindings and Services only those it
+// creates, and of DaemonSets only the machine image caches. The admin kubeconfigs it copies from are watched through
 // a cache of their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
@@ -65,6 +65,7 @@ func CacheOptions() cache.Options {
 			&coordinationv1.Lease{}: {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
 			},
+			&appsv1.DaemonSet{}: {Field: fields.OneTermEqualSelector("metadata.name", hyperv1.MachineImageCacheName)},
 		},
 	}
 }
@@ -126,6 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// refused because another owns it learns when it is gone.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace)).
 		Watches(&appsv1.Deployment{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&appsv1.DaemonSet{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&corev1.ServiceAccount{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&corev1.Secret{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).

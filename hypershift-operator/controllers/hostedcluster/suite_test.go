@@ -21,6 +21,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster/hostedclustertest"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/auditlog"
@@ -134,6 +135,9 @@ func (c *cluster) pushReleaseAs(t *testing.T, tag, version string) string {
 	image, digest := c.registry.PushRelease(t, "ocp-release:"+tag, version, map[string]string{
 		"hypershift":     c.cpoImage(version),
 		"kube-apiserver": c.registry.Host() + "/kube-apiserver:" + version,
+		// Platform Pod's machine and pause images.
+		nodepool.MachineImageTag: c.machineImage(version),
+		nodepool.SandboxImageTag: c.registry.Host() + "/pod:" + version,
 	})
 	c.pins[image] = releaseinfo.PinnedPullSpec(image, digest)
 	return image
@@ -152,6 +156,11 @@ func (c *cluster) pin(t *testing.T, image string) string {
 
 func (c *cluster) cpoImage(version string) string {
 	return c.registry.Host() + "/hypershift:" + version
+}
+
+// machineImage is the machine image of the payload of version.
+func (c *cluster) machineImage(version string) string {
+	return c.registry.Host() + "/machine:" + version
 }
 
 // controlPlaneNamespace is the HostedCluster's control-plane namespace.
