@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -44,8 +45,13 @@ type podRun struct {
 
 type podResults struct {
 	clusterAvailable time.Duration
-	pools            []podRun
-	memory           []int64 // kB per machine: containerd + kubelet VmRSS
+	// cacheReady is when the machine image was on every management node
+	// (the cluster's machine image cache Ready on each), from the create;
+	// cacheNodes is on how many.
+	cacheReady time.Duration
+	cacheNodes int32
+	pools      []podRun
+	memory     []int64 // kB per machine: containerd + kubelet VmRSS
 }
 
 // podPlatform creates the cluster of platform Pod and measures its pools.
@@ -78,6 +84,11 @@ func (b *bench) podPlatform(ctx context.Context, counts []int) (*podResults, err
 		return nil, err
 	}
 	fmt.Printf("HostedCluster %s/%s of platform Pod Available %s after create\n", namespace, podClusterName, res.clusterAvailable.Round(time.Second))
+	if res.cacheNodes, err = awaitMachineImageCache(ctx, b.lc.Env.Client, hc); err != nil {
+		return nil, err
+	}
+	res.cacheReady = time.Since(created)
+	fmt.Printf("Its machine image on all %d management nodes %s after create\n", res.cacheNodes, res.cacheReady.Round(100*time.Millisecond))
 	for i, size := range counts {
 		run, err := b.podPool(ctx, hosted, fmt.Sprintf("pod%d", size), size, i == len(counts)-1)
 		if err != nil {
@@ -108,6 +119,27 @@ func (b *bench) podPlatform(ctx context.Context, counts []int) (*podResults, err
 	}
 	fmt.Printf("HostedCluster %s/%s of platform Pod and its %d machines destroyed in %s\n", namespace, podClusterName, len(memory), time.Since(destroyed).Round(time.Second))
 	return res, nil
+}
+
+// awaitMachineImageCache waits until hc's machine image cache has pulled
+// the machine image on every node of the management cluster (one Ready pod
+// on each), and returns on how many nodes.
+func awaitMachineImageCache(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster) (int32, error) {
+	key := client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name), Name: hyperv1.MachineImageCacheName}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for {
+		ds := &appsv1.DaemonSet{}
+		err := c.Get(ctx, key, ds)
+		if err == nil && ds.Status.DesiredNumberScheduled > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled && ds.Status.UpdatedNumberScheduled == ds.Status.DesiredNumberScheduled {
+			return ds.Status.NumberReady, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the machine image cache %s is not Ready on every node (last read: %v, status %+v)", key, err, ds.Status)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // machineReport says where each machine of the cluster stands (its Pod's
@@ -341,7 +373,7 @@ func (r *podResults) markdown(anchor time.Duration) string {
 	ratio := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(anchor)) }
 	ms := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
 	var s strings.Builder
-	fmt.Fprintf(&s, "### Platform Pod: machines the management cluster runs\n\nA HostedCluster of platform Pod (Available %s after `hypershift create cluster pod`); each pool made with `hypershift create nodepool pod`, its machines made by cluster-api (a MachineDeployment) as Pods of the control-plane namespace, each with its own containerd and kubelet. Ratios against the same anchor.\n\n", ms(r.clusterAvailable))
+	fmt.Fprintf(&s, "### Platform Pod: machines the management cluster runs\n\nA HostedCluster of platform Pod (Available %s after `hypershift create cluster pod`); each pool made with `hypershift create nodepool pod`, its machines made by cluster-api (a MachineDeployment) as Pods of the control-plane namespace, each with its own containerd and kubelet. The cluster's machine image cache (a DaemonSet the hypershift-operator runs for platform Pod) had the machine image on all %d management nodes %s after the create; the pools are created after that, as a user's first pool comes after its cluster is Available. Ratios against the same anchor.\n\n", ms(r.clusterAvailable), r.cacheNodes, ms(r.cacheReady))
 	s.WriteString("| NodePool | all nodes Ready (kubectl get nodes) | ratio | NodePool Ready (kubectl get np) | ratio |\n|---|---|---|---|---|\n")
 	for _, p := range r.pools {
 		fmt.Fprintf(&s, "| %d machines | %s | %s | %s | %s |\n", p.size, ms(p.nodesReady), ratio(p.nodesReady), ms(p.poolReady), ratio(p.poolReady))
