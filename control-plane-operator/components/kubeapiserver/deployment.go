@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -58,19 +57,8 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("kubelet-client", pki.KubeletClientSecret))
 
 	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
-	return &component.Workload{Object: &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
-		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
-			Strategy: strategy(replicas),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret),
-				Spec:       pod,
-			},
-		},
-	}}, nil
+	return in.Deployment(Name, replicas, strategy(replicas), pod,
+		pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret), nil
 }
 
 // strategy: with one replica, the new pod is ready before the old one

@@ -10,10 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
@@ -37,8 +34,8 @@ const (
 	highlyAvailableReplicas = 2
 )
 
-// Component is the kube-controller-manager.
-type Component struct{}
+// Component is the kube-controller-manager; it serves nothing to the others.
+type Component struct{ component.NoServices }
 
 var _ component.Component = Component{}
 
@@ -48,9 +45,6 @@ func (Component) Name() string { return Name }
 // DependsOn implements component.Component: it works through the
 // kube-apiserver.
 func (Component) DependsOn() []string { return []string{kubeapiserver.Name} }
-
-// Services implements component.Component: it serves nothing to others.
-func (Component) Services(*hyperv1.HostedControlPlane) []*corev1.Service { return nil }
 
 // Workload implements component.Component.
 func (Component) Workload(in component.Inputs) (*component.Workload, error) {
@@ -73,19 +67,8 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("kubeconfig", pki.KubeControllerManagerKubeconfigSecret),
 		component.SecretVolume("cluster-signer", pki.RootCASecret),
 		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret, pki.ServiceAccountPrivateKeyKey))
-	return &component.Workload{Object: &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
-		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
-			Strategy: component.ControllerStrategy(replicas),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeControllerManagerKubeconfigSecret, pki.RootCASecret, pki.ServiceAccountKeySecret),
-				Spec:       pod,
-			},
-		},
-	}}, nil
+	return in.Deployment(Name, replicas, component.ControllerStrategy(replicas), pod,
+		pki.KubeControllerManagerKubeconfigSecret, pki.RootCASecret, pki.ServiceAccountKeySecret), nil
 }
 
 // args is kube-controller-manager's command line.

@@ -4,12 +4,8 @@
 package kubescheduler
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
@@ -29,8 +25,8 @@ const (
 	highlyAvailableReplicas = 2
 )
 
-// Component is the kube-scheduler.
-type Component struct{}
+// Component is the kube-scheduler; it serves nothing to the others.
+type Component struct{ component.NoServices }
 
 var _ component.Component = Component{}
 
@@ -40,9 +36,6 @@ func (Component) Name() string { return Name }
 // DependsOn implements component.Component: it works through the
 // kube-apiserver.
 func (Component) DependsOn() []string { return []string{kubeapiserver.Name} }
-
-// Services implements component.Component: it serves nothing to others.
-func (Component) Services(*hyperv1.HostedControlPlane) []*corev1.Service { return nil }
 
 // Workload implements component.Component.
 func (Component) Workload(in component.Inputs) (*component.Workload, error) {
@@ -68,17 +61,5 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 5, 10, 3)
 	container.VolumeMounts = []corev1.VolumeMount{component.Mount("kubeconfig", kubeconfigDir)}
 	pod := component.PodSpec(hcp, container, component.SecretVolume("kubeconfig", pki.KubeSchedulerKubeconfigSecret))
-	return &component.Workload{Object: &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
-		ObjectMeta: component.ObjectMeta(hcp, Name, Name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
-			Strategy: component.ControllerStrategy(replicas),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeSchedulerKubeconfigSecret),
-				Spec:       pod,
-			},
-		},
-	}}, nil
+	return in.Deployment(Name, replicas, component.ControllerStrategy(replicas), pod, pki.KubeSchedulerKubeconfigSecret), nil
 }
