@@ -12,8 +12,9 @@ import (
 // Deployment is the workload of a component that runs as a Deployment:
 // replicas pods of pod, labelled and selected by name, rolled by strategy,
 // their template carrying the digest of the Secrets they read (so that a
-// re-issued certificate rolls them).
+// re-issued certificate rolls them), spread over nodes (Spread).
 func (in Inputs) Deployment(name string, replicas int32, strategy appsv1.DeploymentStrategy, pod corev1.PodSpec, secrets ...string) *Workload {
+	pod.TopologySpreadConstraints = Spread(name, replicas)
 	return &Workload{Object: &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: ObjectMeta(in.HostedControlPlane, name, name),

@@ -88,17 +88,19 @@ func ControlPlaneOperatorDeployment(in Inputs) *appsv1.Deployment {
 		args = append(args, "--insecure-registries="+strings.Join(in.InsecureRegistries, ","))
 	}
 	return operatordeployment.Render(operatordeployment.Spec{
-		Meta:        in.objectMeta(hyperv1.ControlPlaneOperatorName),
-		Selector:    controlPlaneOperatorSelector(),
-		Replicas:    ControlPlaneOperatorReplicas(in.HostedCluster.Spec.ControllerAvailabilityPolicy),
-		Image:       in.ControlPlaneOperatorImage,
-		PullPolicy:  corev1.PullIfNotPresent,
-		Binary:      "/usr/bin/control-plane-operator",
-		Namespace:   "$(MY_NAMESPACE)",
-		LeaderElect: !unsafeNoElection,
-		Timings:     in.ControlPlaneOperatorTimings,
-		LeaseName:   hyperv1.ControlPlaneOperatorLeaseName,
-		Args:        args,
+		Meta:     in.objectMeta(hyperv1.ControlPlaneOperatorName),
+		Selector: controlPlaneOperatorSelector(),
+		Replicas: ControlPlaneOperatorReplicas(in.HostedCluster.Spec.ControllerAvailabilityPolicy),
+		// HighlyAvailable: the standby on another node than the leader.
+		SpreadOverNodes: true,
+		Image:           in.ControlPlaneOperatorImage,
+		PullPolicy:      corev1.PullIfNotPresent,
+		Binary:          "/usr/bin/control-plane-operator",
+		Namespace:       "$(MY_NAMESPACE)",
+		LeaderElect:     !unsafeNoElection,
+		Timings:         in.ControlPlaneOperatorTimings,
+		LeaseName:       hyperv1.ControlPlaneOperatorLeaseName,
+		Args:            args,
 		Env: []corev1.EnvVar{
 			podspec.FieldEnv("MY_NAMESPACE", "metadata.namespace"),
 			{Name: hyperv1.OperateOnReleaseImageEnv, Value: in.ReleaseImage},

@@ -62,7 +62,7 @@ type Spec struct {
 	PullSecrets []string
 	// Strategy is the Deployment's strategy; empty is RollingUpdate.
 	Strategy appsv1.DeploymentStrategy
-	// SpreadOverNodes prefers putting replicas on different nodes.
+	// SpreadOverNodes puts replicas on different nodes (podspec.Spread).
 	SpreadOverNodes bool
 }
 
@@ -108,15 +108,7 @@ func Render(s Spec) *appsv1.Deployment {
 		pod.ImagePullSecrets = append(pod.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
 	}
 	if s.SpreadOverNodes {
-		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-				Weight: 100,
-				PodAffinityTerm: corev1.PodAffinityTerm{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: s.Selector},
-					TopologyKey:   corev1.LabelHostname,
-				},
-			}},
-		}}
+		pod.TopologySpreadConstraints = podspec.Spread(s.Selector, s.Replicas)
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},

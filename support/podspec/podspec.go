@@ -1,10 +1,12 @@
 // Package podspec holds the pieces of pod templates every renderer of the
 // project shares: the Pod Security "restricted" security contexts and HTTP
-// probes, so a hardening change is made once.
+// probes, and the spread of replicas over nodes, so a hardening change is
+// made once.
 package podspec
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -50,5 +52,30 @@ func HTTPProbe(path, port string, scheme corev1.URIScheme, initialDelay, period,
 		TimeoutSeconds:      5,
 		FailureThreshold:    failures,
 		SuccessThreshold:    1,
+	}
+}
+
+// Spread places replicas of the pods selector selects on different nodes,
+// so that losing one node loses one of them: a hard rule across nodes
+// (maxSkew 1: on three nodes, one of three each), which never holds a pod
+// back when there are fewer nodes than replicas (one node is one domain,
+// skew 0), counting only the nodes the pods may run on (taints honoured: a
+// control-plane or cordoned node is no domain that would stay empty), and
+// a preference across zones where nodes carry them (a hard rule there
+// would keep the pods off nodes without a zone). Nil for one replica.
+func Spread(selector map[string]string, replicas int32) []corev1.TopologySpreadConstraint {
+	if replicas <= 1 {
+		return nil
+	}
+	constraint := func(key string, when corev1.UnsatisfiableConstraintAction) corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when,
+			LabelSelector:    &metav1.LabelSelector{MatchLabels: selector},
+			NodeTaintsPolicy: ptr.To(corev1.NodeInclusionPolicyHonor),
+		}
+	}
+	return []corev1.TopologySpreadConstraint{
+		constraint(corev1.LabelHostname, corev1.DoNotSchedule),
+		constraint(corev1.LabelTopologyZone, corev1.ScheduleAnyway),
 	}
 }

@@ -61,6 +61,8 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("server-tls", pki.EtcdServerSecret),
 		component.SecretVolume("peer-tls", pki.EtcdPeerSecret))
 	pod.HostAliases = aliases
+	// One member per node: a node lost loses one member, not the quorum.
+	pod.TopologySpreadConstraints = component.Spread(Name, int32(len(members)))
 
 	set := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
