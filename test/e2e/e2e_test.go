@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -157,12 +158,8 @@ func upgrade(t *testing.T, name string) *podRecorder {
 	t.Helper()
 	ns := controlPlaneNamespace(name)
 	recorder := recordPods(t, ns)
-	versions := []string{localcluster.Versions[1], localcluster.Versions[0], localcluster.Versions[1]}
-	for _, version := range versions {
-		tag := lc.Registry.Releases[version]
-		setRelease(t, name, tag)
-		// The CPO operates on the payload the HO read, pinned by digest.
-		image := pinnedRelease(t, name, tag)
+	rolledOut := func(image string) {
+		t.Helper()
 		testutil.Eventually(t, 2*time.Minute, func() error {
 			h := holder(t, ns)
 			if h == "" || recorder.release(h) != image {
@@ -175,10 +172,119 @@ func upgrade(t *testing.T, name string) *podRecorder {
 			}
 			return nil
 		})
-		t.Logf("upgraded %s to %s (%s); the Lease is held by %s", name, version, image, holder(t, ns))
 	}
+	pins := map[string]string{}
+	for _, version := range []string{localcluster.Versions[1], localcluster.Versions[0]} {
+		tag := lc.Registry.Releases[version]
+		setRelease(t, name, tag)
+		// The CPO operates on the payload the HO read, pinned by digest.
+		pins[version] = pinnedRelease(t, name, tag)
+		rolledOut(pins[version])
+		t.Logf("upgraded %s to %s (%s); the Lease is held by %s", name, version, pins[version], holder(t, ns))
+	}
+	// Back to the first upgrade's release, by a tag that moves: a re-push
+	// changes what the tag names, which the HO reports and does not roll
+	// out until the user accepts the new digest.
+	recorder.moved = moveTag(t, name, pins[localcluster.Versions[0]], pins[localcluster.Versions[1]])
+	rolledOut(pins[localcluster.Versions[1]])
+	t.Logf("upgraded %s to %s (%s) by accepting its moved tag; the Lease is held by %s", name, localcluster.Versions[1], pins[localcluster.Versions[1]], holder(t, ns))
 	time.Sleep(3 * time.Second)
 	return recorder
+}
+
+// movingTag is the tag of the release payloads the upgrade story moves.
+const movingTag = "e2e-moving"
+
+// moveTag points HostedCluster name at movingTag, naming the payload it
+// runs (pinned as current: nothing rolls out), then moves the tag to the
+// payload pinned as next, and waits until the HO reports the move
+// (ReleaseImageTagMoved) while the control-plane-operator keeps running
+// current; then it accepts the new digest with the CLI, as a user would,
+// and returns the window in which the tag had moved and was not accepted.
+func moveTag(t *testing.T, name, current, next string) movedTag {
+	t.Helper()
+	ctx := t.Context()
+	ns := controlPlaneNamespace(name)
+	currentTag := lc.Registry.Releases[localcluster.Versions[0]]
+	repository := currentTag[strings.LastIndex(currentTag, "/")+1 : strings.LastIndex(currentTag, ":")]
+	if err := lc.Registry.Retag(ctx, repository, localcluster.Versions[0], movingTag); err != nil {
+		t.Fatal(err)
+	}
+	moving := lc.Registry.Image(repository, movingTag)
+	setRelease(t, name, moving)
+	if pinned := pinnedRelease(t, name, moving); pinned != current {
+		t.Fatalf("the moving tag, naming the running payload, was pinned as %s; want %s", pinned, current)
+	}
+	movedAt := time.Now()
+	if err := lc.Registry.Retag(ctx, repository, localcluster.Versions[1], movingTag); err != nil {
+		t.Fatal(err)
+	}
+	_, digest, _ := strings.Cut(next, "@")
+	// The HO reads the tag again on its next pass: a change of the
+	// HostedCluster makes one.
+	annotate(t, name, "e2e.hypershift.openshift.io/poke", movedAt.Format(time.RFC3339Nano))
+	testutil.Eventually(t, time.Minute, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := lc.Env.Client.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: name}, hc); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.ReleaseImageTagMoved)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, digest) {
+			return fmt.Errorf("%s = %+v, want True naming %s", hyperv1.ReleaseImageTagMoved, c, digest)
+		}
+		if hc.Status.Version == nil || hc.Status.Version.Desired.Image != current {
+			return fmt.Errorf("status.version.desired %+v, want %s until the move is accepted", hc.Status.Version, current)
+		}
+		return nil
+	})
+	// A few passes later nothing has rolled out: the CPO still runs the
+	// payload the HO validated.
+	time.Sleep(5 * time.Second)
+	for _, p := range cpoPods(t, ns) {
+		if p.DeletionTimestamp != nil || (p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending) {
+			continue
+		}
+		if image := envValue(p, "OPERATE_ON_RELEASE_IMAGE"); image != current {
+			t.Fatalf("control-plane-operator pod %s operates on %s after the tag moved; want %s until the move is accepted", p.Name, image, current)
+		}
+	}
+	t.Logf("the tag %s moved to %s: reported, not rolled out", moving, digest)
+	acceptedAt := time.Now()
+	execute(t, cluster.NewUpdateCommand(), "cluster", name, "-n", "clusters", "--accept-release-digest="+digest)
+	return movedTag{from: movedAt, to: acceptedAt, image: next}
+}
+
+// movedTag is when a tag had moved to image and the move was not accepted.
+type movedTag struct {
+	from, to time.Time
+	image    string
+}
+
+// annotate sets an annotation of HostedCluster name.
+func annotate(t *testing.T, name, key, value string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hc := &hyperv1.HostedCluster{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: name}, hc); err != nil {
+			return err
+		}
+		metav1.SetMetaDataAnnotation(&hc.ObjectMeta, key, value)
+		return lc.Env.Client.Update(t.Context(), hc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// envValue is the value of the first container's environment variable
+// key in pod p.
+func envValue(p corev1.Pod, key string) string {
+	for _, e := range p.Spec.Containers[0].Env {
+		if e.Name == key {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 // testUpgrade: Recreate removes the old pod before the new one is created,
@@ -224,6 +330,20 @@ func testUpgrade(t *testing.T) {
 		t.Error("no old/new pod pair found in the audit log: the Recreate check proves nothing")
 	}
 	t.Logf("%d CPO writes, all inside their pod's holding; %d old/new pod pairs checked", len(writes), checked)
+	// While the tag had moved and the move was not accepted, no CPO that
+	// read the payload it moved to wrote anything.
+	moved := recorder.moved
+	inWindow := 0
+	for _, w := range writes {
+		if w.At.Before(moved.from) || w.At.After(moved.to) {
+			continue
+		}
+		inWindow++
+		if recorder.release(w.Pod) == moved.image {
+			t.Errorf("CPO pod %s, of the payload the tag moved to, wrote before the move was accepted: %v", w.Pod, w)
+		}
+	}
+	t.Logf("%d CPO writes while the tag had moved, none by a CPO of the payload it moved to", inWindow)
 
 	// The hosted cluster runs the last release, and its data survived.
 	testutil.Eventually(t, 5*time.Minute, func() error {
@@ -350,6 +470,7 @@ func testHighlyAvailable(t *testing.T) {
 			t.Fatalf("etcd member %s is not ready (%v)", member, err)
 		}
 	}
+	spreadOverNodes(t, ns, map[string]int{"etcd": 3, "kube-apiserver": 3, "kube-controller-manager": 2, "kube-scheduler": 2})
 	h := hosted(t, "ha")
 	h.keepData(t)
 	p := h.probe(t)
@@ -497,4 +618,54 @@ func testNegativeControl(t *testing.T) {
 	}
 	t.Logf("without election, the check reports %d writes outside any holding, e.g. %v", len(v), v[0])
 	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=unsafe", "--namespace=clusters", "--wait", "--timeout=4m")
+}
+
+// spreadOverNodes checks that the replicas of each component (by its app
+// label, with its replica count) run spread over the nodes pods may be
+// scheduled on: no node runs two more than another, so that with as many
+// nodes as replicas each runs one.
+func spreadOverNodes(t *testing.T, ns string, replicas map[string]int) {
+	t.Helper()
+	nodeList := &corev1.NodeList{}
+	if err := lc.Env.Client.List(t.Context(), nodeList); err != nil {
+		t.Fatal(err)
+	}
+	var schedulable []string
+	for _, n := range nodeList.Items {
+		tainted := n.Spec.Unschedulable
+		for _, taint := range n.Spec.Taints {
+			tainted = tainted || taint.Effect == corev1.TaintEffectNoSchedule
+		}
+		if !tainted {
+			schedulable = append(schedulable, n.Name)
+		}
+	}
+	for app, want := range replicas {
+		testutil.Eventually(t, time.Minute, func() error {
+			pods := &corev1.PodList{}
+			if err := lc.Env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+				return err
+			}
+			perNode := map[string]int{}
+			running := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					perNode[p.Spec.NodeName]++
+					running++
+				}
+			}
+			if running != want {
+				return fmt.Errorf("%d %s pods running, want %d", running, app, want)
+			}
+			most, least := 0, want
+			for _, node := range schedulable {
+				most, least = max(most, perNode[node]), min(least, perNode[node])
+			}
+			if most-least > 1 {
+				return fmt.Errorf("%s's %d pods are not spread over the nodes %v: %v", app, want, schedulable, perNode)
+			}
+			return nil
+		})
+	}
+	t.Logf("etcd, kube-apiserver and the controllers spread over %d nodes", len(schedulable))
 }

@@ -242,6 +242,8 @@ func pinnedRelease(t *testing.T, name, tag string) string {
 // podRecorder remembers, for every CPO pod it ever sees, the release it
 // operates on: pods are gone once an upgrade is over.
 type podRecorder struct {
+	// moved is the upgrade story's window in which its tag had moved.
+	moved    movedTag
 	mu       sync.Mutex
 	releases map[string]string
 	stop     context.CancelFunc

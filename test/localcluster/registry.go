@@ -111,6 +111,27 @@ func (r *Registry) Push(ctx context.Context, binDir string, want map[string]imag
 	return nil
 }
 
+// Retag makes repository:to name the manifest repository:from names now,
+// as a re-push of a tag does: a tag that moves to another payload.
+func (r *Registry) Retag(ctx context.Context, repository, from, to string) error {
+	src, err := name.NewTag(r.pushHost+"/"+repository+":"+from, name.Insecure)
+	if err != nil {
+		return err
+	}
+	desc, err := remote.Get(src, remote.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", src, err)
+	}
+	dst, err := name.NewTag(r.pushHost+"/"+repository+":"+to, name.Insecure)
+	if err != nil {
+		return err
+	}
+	if err := remote.Tag(dst, desc, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("failed to tag %s as %s: %w", src, dst, err)
+	}
+	return nil
+}
+
 // Close stops the registry.
 func (r *Registry) Close() error {
 	return r.registry.Close()
