@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
@@ -39,7 +40,12 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	container := component.Container(Name, image, []string{"/usr/bin/kube-apiserver"}, args(in, etcdURL), "200m", "1Gi")
+	audit := AuditProfile(hcp)
+	auditConfig, err := auditConfigMap(hcp, audit)
+	if err != nil {
+		return nil, err
+	}
+	container := component.Container(Name, image, []string{"/usr/bin/kube-apiserver"}, append(args(in, etcdURL), auditArgs(audit)...), "200m", "1Gi")
 	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
 	container.LivenessProbe = podspec.HTTPProbe("/livez", "https", corev1.URISchemeHTTPS, 30, 10, 6)
 	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "https", corev1.URISchemeHTTPS, 5, 5, 3)
@@ -56,6 +62,13 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("etcd-client", pki.EtcdClientSecret),
 		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret),
 		component.SecretVolume("kubelet-client", pki.KubeletClientSecret))
+	if AuditEnabled(audit) {
+		if err := withAuditLog(in, &pod); err != nil {
+			return nil, err
+		}
+	}
+	template := in.PodTemplateMeta(Name, pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret)
+	component.SetConfigHash(&template, auditConfig)
 
 	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
 	return &component.Workload{Object: &appsv1.Deployment{
@@ -65,12 +78,9 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
 			Strategy: strategy(replicas),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: in.PodTemplateMeta(Name, pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret),
-				Spec:       pod,
-			},
+			Template: corev1.PodTemplateSpec{ObjectMeta: template, Spec: pod},
 		},
-	}}, nil
+	}, Extras: []client.Object{auditConfig}}, nil
 }
 
 // strategy: with one replica, the new pod is ready before the old one
