@@ -25,19 +25,23 @@ const (
 	AuditProfileKey = "profile"
 
 	// AuditLogDir is where the kube-apiserver writes its audit log, in
-	// its pod's audit-logs volume; AuditLogPath is the log itself.
-	AuditLogDir  = "/var/log/kube-apiserver"
+	// its pod's audit-logs volume.
+	AuditLogDir = "/var/log/kube-apiserver"
+	// AuditLogPath is the audit log; rotated files are kept beside it as
+	// audit-<time>.log.
 	AuditLogPath = AuditLogDir + "/audit.log"
-	// AuditLogMaxSizeMB is the size at which the log is rotated, and
-	// AuditLogMaxBackups how many rotated files are kept beside it: the
-	// volume holds at most (1 + AuditLogMaxBackups) * AuditLogMaxSizeMB.
-	AuditLogMaxSizeMB  = 100
+	// AuditLogMaxSizeMB is the size at which the log is rotated.
+	AuditLogMaxSizeMB = 100
+	// AuditLogMaxBackups is how many rotated files are kept: the volume
+	// holds about (1 + AuditLogMaxBackups) * AuditLogMaxSizeMB.
 	AuditLogMaxBackups = 1
 
 	// AuditLogsContainer is the container that copies the audit log to
-	// its standard output, from the payload's AuditLogsImageTag image.
+	// its standard output.
 	AuditLogsContainer = "audit-logs"
-	AuditLogsImageTag  = "hypershift"
+	// AuditLogsImageTag is the payload's image of AuditLogsContainer,
+	// which holds the control-plane-operator.
+	AuditLogsImageTag = "hypershift"
 
 	auditPolicyDir = "/etc/kubernetes/audit"
 )
