@@ -119,3 +119,24 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestCommandCopiesTheFileItIsGiven: `audit-logs --path` copies that file
+// to its output, and ends without error when its context does.
+func TestCommandCopiesTheFileItIsGiven(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte("{\"auditID\":\"a\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := NewCommand()
+	out := &syncBuffer{}
+	cmd.SetOut(out)
+	cmd.SetArgs([]string{"--path=" + path, "--poll-interval=10ms"})
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "{\"auditID\":\"a\"}\n" {
+		t.Fatalf("copied %q", got)
+	}
+}
