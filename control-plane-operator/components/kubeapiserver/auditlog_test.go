@@ -223,7 +223,7 @@ func eventBody(e *auditv1.Event) []byte {
 func find(events []auditv1.Event, verb, resource, ns string) *auditv1.Event {
 	for i, e := range events {
 		if ref := e.ObjectRef; e.Verb == verb && ref != nil && ref.Resource == resource && ref.Namespace == ns &&
-			(ref.Name == "audited" || verb == "create") && ref.Subresource == "" && e.Stage == auditv1.StageResponseComplete {
+			ref.Name == "audited" && ref.Subresource == "" && e.Stage == auditv1.StageResponseComplete {
 			return &events[i]
 		}
 	}
