@@ -46,7 +46,8 @@ type Workload struct {
 	// Object is an *appsv1.Deployment or an *appsv1.StatefulSet; its
 	// rollout is the component's availability.
 	Object client.Object
-	// Extras are applied after Object, e.g. a PodDisruptionBudget.
+	// Extras are applied before Object, so that what its pods mount
+	// exists when they start: a ConfigMap, a PodDisruptionBudget.
 	Extras []client.Object
 }
 

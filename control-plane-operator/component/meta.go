@@ -3,7 +3,10 @@ package component
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -20,6 +23,10 @@ const (
 	// SecretsHashAnnotation on a pod template is a digest of the Secrets
 	// its processes read, so that a re-issued certificate rolls them.
 	SecretsHashAnnotation = "hypershift.openshift.io/secrets-hash"
+	// ConfigHashAnnotation on a pod template is a digest of the
+	// ConfigMaps its processes read at start, so that a change of their
+	// configuration rolls them.
+	ConfigHashAnnotation = "hypershift.openshift.io/config-hash"
 )
 
 // Labels are the labels of a component's objects and pods.
@@ -54,6 +61,23 @@ func (in Inputs) PodTemplateMeta(component string, secrets ...string) metav1.Obj
 		Labels:      Labels(component),
 		Annotations: map[string]string{SecretsHashAnnotation: hex.EncodeToString(h.Sum(nil))[:32]},
 	}
+}
+
+// SetConfigHash annotates a pod template with the digest of the
+// ConfigMaps its pods read: their names, keys and values.
+func SetConfigHash(template *metav1.ObjectMeta, configMaps ...*corev1.ConfigMap) {
+	h := sha256.New()
+	for _, cm := range configMaps {
+		h.Write([]byte(cm.Name + "\n"))
+		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+			h.Write([]byte(key + "=" + cm.Data[key] + "\n"))
+		}
+		h.Write([]byte("\x00"))
+	}
+	if template.Annotations == nil {
+		template.Annotations = map[string]string{}
+	}
+	template.Annotations[ConfigHashAnnotation] = hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // Replicas is a component's replica count: one under SingleReplica (or an

@@ -133,3 +133,13 @@ func FeatureGates(hcp *hyperv1.HostedControlPlane) []string {
 	}
 	return gates
 }
+
+// ConfigMapVolume mounts the ConfigMap configMap as volume name, all of
+// its keys or only items.
+func ConfigMapVolume(name, configMap string, items ...string) corev1.Volume {
+	source := &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}
+	for _, key := range items {
+		source.Items = append(source.Items, corev1.KeyToPath{Key: key, Path: key})
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: source}}
+}

@@ -71,6 +71,12 @@ var All = []Kind{
 		GVK: corev1.SchemeGroupVersion.WithKind("Service"), Resource: "services", Applied: true, Deleted: true,
 		New: func() client.Object { return &corev1.Service{} }, NewList: func() client.ObjectList { return &corev1.ServiceList{} },
 	},
+	// The components' configuration files (the kube-apiserver's audit
+	// policy).
+	{
+		GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps", Applied: true, Deleted: true,
+		New: func() client.Object { return &corev1.ConfigMap{} }, NewList: func() client.ObjectList { return &corev1.ConfigMapList{} },
+	},
 	// etcd's claims, made by the StatefulSet controller from its
 	// volumeClaimTemplates: read to say why etcd does not start, never
 	// written (they hold the data).

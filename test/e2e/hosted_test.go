@@ -170,6 +170,9 @@ func testHostedAPI(t *testing.T) {
 	ns := controlPlaneNamespace("demo")
 	h := hosted(t, "demo")
 	h.keepData(t)
+	// The hosted write is in the kube-apiserver's audit log, as its user
+	// reads it: `kubectl logs <pod> -c audit-logs`.
+	awaitHostedAuditEvent(t, ns, "create", "configmaps", "e2e", "kept", "system:admin")
 	if out := h.kubectl(t, "version"); !strings.Contains(out, "Server Version: v1.37.2") {
 		t.Errorf("kubectl version:\n%s", out)
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// AuditLogMaxSizeMB, when set, rotates the audit log at that size
 	// (the API server's default is 100 MB).
 	AuditLogMaxSizeMB int
+	// APIServerFlags are further flags of the API server, by name without
+	// the leading dashes (e.g. the audit flags a component renders); they
+	// take precedence over what the other options set.
+	APIServerFlags map[string]string
 	// SkipAdmissionPolicies leaves out the project's ValidatingAdmissionPolicies.
 	SkipAdmissionPolicies bool
 	// ControllerManager runs kube-controller-manager's namespace and
@@ -169,6 +173,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			_ = os.RemoveAll(tempDir)
 			return nil, err
 		}
+	}
+	for name, value := range opts.APIServerFlags {
+		e.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	e.Config, err = e.env.Start()
 	if err != nil {

@@ -33,8 +33,8 @@ const ReleaseImage = "registry.example.com/ocp/release@sha256:0123456789abcdef01
 var Policies = []hyperv1.AvailabilityPolicy{hyperv1.SingleReplica, hyperv1.HighlyAvailable}
 
 // Inputs are fixed inputs for policy: a HostedControlPlane published on a
-// NodePort, a payload with etcd and hyperkube images, the ClusterIPs of
-// every Service, and the hash of every Secret.
+// NodePort, a payload with etcd, hyperkube and hypershift images, the
+// ClusterIPs of every Service, and the hash of every Secret.
 func Inputs(policy hyperv1.AvailabilityPolicy) component.Inputs {
 	hashes := map[string]string{}
 	for _, name := range []string{
@@ -74,8 +74,9 @@ func Inputs(policy hyperv1.AvailabilityPolicy) component.Inputs {
 			PullSpec: ReleaseImage,
 			Version:  "4.17.0",
 			ComponentImages: map[string]string{
-				"etcd":      "registry.example.com/ocp/etcd@sha256:" + strings.Repeat("e0", 32),
-				"hyperkube": "registry.example.com/ocp/hyperkube@sha256:" + strings.Repeat("a0", 32),
+				"etcd":       "registry.example.com/ocp/etcd@sha256:" + strings.Repeat("e0", 32),
+				"hyperkube":  "registry.example.com/ocp/hyperkube@sha256:" + strings.Repeat("a0", 32),
+				"hypershift": "registry.example.com/ocp/hypershift@sha256:" + strings.Repeat("b0", 32),
 			},
 		},
 		ClusterIPs: map[string]string{

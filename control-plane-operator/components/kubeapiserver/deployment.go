@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hypershift-le/hypershift/control-plane-operator/component"
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/etcd"
@@ -38,7 +39,12 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	container := component.Container(Name, image, []string{"/usr/bin/kube-apiserver"}, args(in, etcdURL), "200m", "1Gi")
+	audit := AuditProfile(hcp)
+	auditConfig, err := auditConfigMap(hcp, audit)
+	if err != nil {
+		return nil, err
+	}
+	container := component.Container(Name, image, []string{"/usr/bin/kube-apiserver"}, append(args(in, etcdURL), auditArgs(audit)...), "200m", "1Gi")
 	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
 	container.LivenessProbe = podspec.HTTPProbe("/livez", "https", corev1.URISchemeHTTPS, 30, 10, 6)
 	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "https", corev1.URISchemeHTTPS, 5, 5, 3)
@@ -55,10 +61,17 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("etcd-client", pki.EtcdClientSecret),
 		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret),
 		component.SecretVolume("kubelet-client", pki.KubeletClientSecret))
-
+	if AuditEnabled(audit) {
+		if err := withAuditLog(in, &pod); err != nil {
+			return nil, err
+		}
+	}
 	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
-	return in.Deployment(Name, replicas, strategy(replicas), pod,
-		pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret), nil
+	w := in.Deployment(Name, replicas, strategy(replicas), pod,
+		pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret)
+	component.SetConfigHash(&w.Object.(*appsv1.Deployment).Spec.Template.ObjectMeta, auditConfig)
+	w.Extras = []client.Object{auditConfig}
+	return w, nil
 }
 
 // strategy: with one replica, the new pod is ready before the old one

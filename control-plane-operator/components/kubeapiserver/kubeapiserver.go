@@ -3,7 +3,10 @@
 // stores in etcd over TLS, serves with the PKI's certificate, trusts the
 // root CA for clients, signs service-account tokens, and is published by a
 // Service of the type spec.services asks for: ClusterIP when it names no
-// APIServer entry, NodePort (with the given port) or LoadBalancer.
+// APIServer entry, NodePort (with the given port) or LoadBalancer. It
+// writes an audit log by spec.configuration.apiServer.audit (audit.go): the
+// policy in a ConfigMap, the log in a volume of its pod, which the
+// audit-logs container copies to its standard output.
 package kubeapiserver
 
 import (

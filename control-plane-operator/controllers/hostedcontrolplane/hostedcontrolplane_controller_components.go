@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,7 +88,7 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 	}
 	applier := r.applier()
 	changed := false
-	for _, obj := range append([]client.Object{w.Object}, w.Extras...) {
+	for _, obj := range append(slices.Clone(w.Extras), w.Object) {
 		sent, err := applier.Apply(ctx, obj)
 		if s.refused(err) {
 			// What runs keeps running; what does not says why.

@@ -43,8 +43,9 @@ func TestAPayloadPinnedByDigest(t *testing.T) {
 	testutil.Eventually(t, 30*time.Second, runsFirst)
 
 	cp.registry.PushRelease(t, "ocp-release:4.17.0", "4.17.1", map[string]string{
-		"etcd":      cp.registry.Host() + "/etcd:4.17.1",
-		"hyperkube": cp.registry.Host() + "/hyperkube:4.17.1",
+		"etcd":       cp.registry.Host() + "/etcd:4.17.1",
+		"hyperkube":  cp.registry.Host() + "/hyperkube:4.17.1",
+		"hypershift": cp.registry.Host() + "/hypershift:4.17.1",
 	})
 	cp.touch(t)
 	holdsFor(t, 3*time.Second, "after the tag moved", runsFirst)

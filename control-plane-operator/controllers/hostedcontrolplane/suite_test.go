@@ -76,8 +76,9 @@ func startIn(t *testing.T, ns string, opts options) *controlPlane {
 	t.Helper()
 	registry := releasetest.NewRegistry(t)
 	images := map[string]string{
-		"etcd":      registry.Host() + "/etcd:4.17.0",
-		"hyperkube": registry.Host() + "/hyperkube:4.17.0",
+		"etcd":       registry.Host() + "/etcd:4.17.0",
+		"hyperkube":  registry.Host() + "/hyperkube:4.17.0",
+		"hypershift": registry.Host() + "/hypershift:4.17.0",
 	}
 	delete(images, opts.withoutImage)
 	image, digest := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", images)

@@ -69,8 +69,9 @@ func TestUpgradeRollsOutOneLayerAtATime(t *testing.T) {
 		t.Fatalf("before the upgrade: version %q, ready %v", hcp.Status.Version, hcp.Status.Ready)
 	}
 	v2, _ := cp.registry.PushRelease(t, "ocp-release:4.17.1", "4.17.1", map[string]string{
-		"etcd":      cp.registry.Host() + "/etcd:4.17.1",
-		"hyperkube": cp.registry.Host() + "/hyperkube:4.17.1",
+		"etcd":       cp.registry.Host() + "/etcd:4.17.1",
+		"hyperkube":  cp.registry.Host() + "/hyperkube:4.17.1",
+		"hypershift": cp.registry.Host() + "/hypershift:4.17.1",
 	})
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		hcp := cp.get(t)
