@@ -95,9 +95,20 @@
 // preconditioned on the resourceVersion of the read that named the gone
 // holder, just as a release by the holder itself; the standbys see it
 // through their watch and take the Lease at once. A holder whose pod exists
-// and runs is never released, however long it has been silent: a frozen
-// or partitioned process keeps the timing rule above. The parent never
-// names a holder, it only clears one.
+// and runs is never released for being silent itself: a frozen or
+// partitioned process keeps the timing rule above. The parent never names
+// a holder, it only clears one.
+//
+// One exception, under the fence only: a holder whose pod object says it
+// runs, on a node whose kubelet has stopped heartbeating for
+// leasearbiter.DefaultNodeLostAfter (30s; the kubelet renews its node Lease
+// every 10s), is released as if its pod were gone: a lost node's pods stay
+// Running in the API until the node controller evicts them minutes later.
+// The node may only be cut off, its process still running; that is why the
+// parent does it only where it has seen the fence in force, which refuses
+// every write of that process once the Lease names another, and, with
+// fencing off, leaves the Lease to its duration (test: the arbiter's
+// TestNodeLost, both ways).
 //
 // Why this cannot make two writers, although the parent cannot know that
 // the gone pod's process has stopped (a partitioned node may still run it):

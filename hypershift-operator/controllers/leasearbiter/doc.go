@@ -36,6 +36,18 @@
 //     deleted) is then left to the lease-duration rule, since its token
 //     still authenticates.
 //
+// A holder whose pod object still says it runs, on a node whose kubelet
+// has stopped heartbeating (its node Lease in kube-node-lease unchanged for
+// NodeLostAfter, DefaultNodeLostAfter 30s, as this process saw it and as a
+// read from the API server confirms), is released too, but only where the
+// fence is seen in force: a node that is cut off rather than dead may
+// still run the holder's process, and only the fence keeps its writes out
+// once the Lease names another. Without the fence that Lease runs its
+// duration. Nothing is polled for it: each node's heartbeat restarts a
+// timer, and a timer that fires wakes the Leases whose holders were last
+// seen on that node.
+//
 // Each release is recorded as an event on the HostedCluster: "Lease
-// released for <pod>: pod gone (<reason>)".
+// released for <pod>: pod gone (<reason>)", or "...: its node <node>
+// stopped heartbeating <duration> ago".
 package leasearbiter

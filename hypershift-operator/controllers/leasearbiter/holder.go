@@ -25,6 +25,8 @@ type holderSeen struct {
 	resourceVersion string
 	// goneAt is when the holder's pod object was first seen missing.
 	goneAt time.Time
+	// node is the node the holder's pod was last seen bound to.
+	node string
 }
 
 // holders holds a holderSeen per Lease.
@@ -55,6 +57,19 @@ func (h *holders) forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.seen, key)
+}
+
+// onNode returns the Leases whose holder's pod was last seen on node.
+func (h *holders) onNode(node string) []types.NamespacedName {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var keys []types.NamespacedName
+	for key, seen := range h.seen {
+		if seen.node == node {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // judge says whether the holder of the Lease key is gone, and whether its
@@ -89,7 +104,7 @@ func (r *Reconciler) judge(ctx context.Context, key types.NamespacedName, holder
 		}
 		seen.uid, seen.resourceVersion = "", ""
 	case !verdict.Gone:
-		seen.uid, seen.resourceVersion, seen.goneAt = pod.UID, pod.ResourceVersion, time.Time{}
+		seen.uid, seen.resourceVersion, seen.goneAt, seen.node = pod.UID, pod.ResourceVersion, time.Time{}, pod.Spec.NodeName
 	default:
 		seen.uid, seen.resourceVersion, seen.goneAt = "", "", time.Time{}
 	}

@@ -15,10 +15,10 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/holderpod"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
@@ -58,6 +58,15 @@ type Reconciler struct {
 	Fencing bool
 	// Clock is the real clock when nil.
 	Clock clock.PassiveClock
+	// NodeLostAfter is how long a holder's node may be silent before the
+	// holder counts as lost with it (under a fence only);
+	// DefaultNodeLostAfter when zero.
+	NodeLostAfter time.Duration
+
+	// heartbeats are the kubelets' (SetupWithManager), and lostNodes
+	// wakes the Leases whose holders run on a node that went silent.
+	heartbeats *heartbeats
+	lostNodes  chan event.GenericEvent
 
 	holders holders
 	// released maps a Lease to the resourceVersion this arbiter released:
@@ -102,8 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: until.Sub(r.now())}, nil
 	}
 	verdict, exists, err := r.judge(ctx, req.NamespacedName, holder)
-	if err != nil || !verdict.Gone {
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
+	case !verdict.Gone:
+		return r.releaseIfNodeLost(ctx, hc, lease, holder)
 	}
 	wait, release, err := r.releaseAfter(ctx, hc, req.NamespacedName, holder, exists)
 	switch {
@@ -114,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !release:
 		return ctrl.Result{}, nil
 	}
-	return r.release(ctx, hc, lease, verdict)
+	return r.release(ctx, hc, lease, "pod gone ("+verdict.Reason+")")
 }
 
 // hostedClusterOf returns the HostedCluster that owns control-plane
@@ -143,8 +155,9 @@ func (r *Reconciler) hostedClusterOf(ctx context.Context, ns string) (*hyperv1.H
 }
 
 // release clears the holder of lease with an update preconditioned on the
-// resourceVersion of the read that named the gone holder, and records it.
-func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lease *coordinationv1.Lease, verdict holderpod.Verdict) (ctrl.Result, error) {
+// resourceVersion of the read that named the gone holder, and records it
+// with why.
+func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lease *coordinationv1.Lease, why string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	holder := leasestate.Holder(lease)
 	if r.beforeRelease != nil {
@@ -168,9 +181,9 @@ func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lea
 	}
 	r.holders.forget(client.ObjectKeyFromObject(lease))
 	r.released.Store(client.ObjectKeyFromObject(lease), lease.ResourceVersion)
-	log.Info("Released the Lease: its holder's pod is gone", "holder", holder, "reason", verdict.Reason)
+	log.Info("Released the Lease: its holder is gone", "holder", holder, "reason", why)
 	r.Recorder.Eventf(hc, nil, corev1.EventTypeNormal, "LeaseReleased", "ReleaseLease",
-		"Lease released for %s: pod gone (%s)", holder, verdict.Reason)
+		"Lease released for %s: %s", holder, why)
 	return ctrl.Result{}, nil
 }
 
