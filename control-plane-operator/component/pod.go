@@ -7,11 +7,11 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/podspec"
+	"github.com/hypershift-le/hypershift/support/resources"
 )
 
 // PodIPEnv holds, in every component's container, the pod's IP address
@@ -21,8 +21,8 @@ import (
 const PodIPEnv = "POD_IP"
 
 // Container returns a component's container running image with command
-// and args, under Pod Security "restricted", with requests cpu and memory.
-func Container(name, image string, command, args []string, cpu, memory string) corev1.Container {
+// and args, under Pod Security "restricted", with resources (Inputs.Resources).
+func Container(name, image string, command, args []string, resources corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
 		Name:            name,
 		Image:           image,
@@ -33,10 +33,7 @@ func Container(name, image string, command, args []string, cpu, memory string) c
 			podspec.FieldEnv(hyperv1.PodNameEnv, "metadata.name"),
 			podspec.FieldEnv(PodIPEnv, "status.podIP"),
 		},
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse(cpu),
-			corev1.ResourceMemory: resource.MustParse(memory),
-		}},
+		Resources:                resources,
 		SecurityContext:          podspec.RestrictedContainerSecurityContext(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
@@ -142,4 +139,12 @@ func ConfigMapVolume(name, configMap string, items ...string) corev1.Volume {
 		source.Items = append(source.Items, corev1.KeyToPath{Key: key, Path: key})
 	}
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: source}}
+}
+
+// Resources are the resources of container of workload: d, with the
+// requests the HostedControlPlane's resource-request-override annotation
+// for them overrides (support/resources.For); an annotation that does not
+// parse is an error in the user's words.
+func (in Inputs) Resources(workload, container string, d resources.Defaults) (corev1.ResourceRequirements, error) {
+	return resources.For(in.HostedControlPlane.Annotations, workload, container, d)
 }

@@ -27,9 +27,15 @@ func HostedControlPlane(in Inputs) *hyperv1.HostedControlPlane {
 	for _, service := range hc.Spec.Services {
 		spec.Services = append(spec.Services, *service.DeepCopy())
 	}
+	meta := in.objectMeta(hc.Name)
+	for key, value := range hc.Annotations {
+		if hyperv1.CopiedToControlPlane(key) {
+			meta.Annotations[key] = value
+		}
+	}
 	return &hyperv1.HostedControlPlane{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedControlPlane"},
-		ObjectMeta: in.objectMeta(hc.Name),
+		ObjectMeta: meta,
 		Spec:       spec,
 	}
 }

@@ -273,3 +273,27 @@ func TestControlPlaneOperatorInsecureRegistries(t *testing.T) {
 		t.Fatalf("args %v, want --insecure-registries=198.18.0.1:5000,mirror.internal:5000", args)
 	}
 }
+
+// TestHostedControlPlaneCarriesTheSizingAnnotations: the annotations that
+// size the control plane reach the HostedControlPlane, which the
+// control-plane-operator reads; no other annotation does.
+func TestHostedControlPlaneCarriesTheSizingAnnotations(t *testing.T) {
+	in := testInputs(hyperv1.SingleReplica)
+	override := hyperv1.ResourceRequestOverrideAnnotationPrefix + "/etcd.etcd"
+	in.HostedCluster.Annotations = map[string]string{
+		override: "memory=1Gi",
+		hyperv1.KubeAPIServerGoMemoryLimitAnnotation: "800MiB",
+		hyperv1.KubeAPIServerGOGCAnnotation:          "50",
+		"example.com/unrelated":                      "x",
+	}
+	got := HostedControlPlane(in).Annotations
+	want := map[string]string{
+		hyperv1.ClusterAnnotation: ClusterKey(in.HostedCluster),
+		override:                  "memory=1Gi",
+		hyperv1.KubeAPIServerGoMemoryLimitAnnotation: "800MiB",
+		hyperv1.KubeAPIServerGOGCAnnotation:          "50",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("HostedControlPlane annotations %v, want %v", got, want)
+	}
+}

@@ -281,3 +281,27 @@ const (
 // (the hypershift-operator runs it in the control-plane namespace), so that
 // a new machine's Pod starts without pulling it.
 const MachineImageCacheName = "machine-image-cache"
+
+// Annotations of a HostedCluster that size its control plane, HyperShift's;
+// the hypershift-operator copies them to the HostedControlPlane
+// (CopiedToControlPlane), where the control-plane-operator reads them.
+const (
+	// ResourceRequestOverrideAnnotationPrefix, followed by
+	// /<deployment>.<container>, overrides that container's requests:
+	// memory=<quantity>,cpu=<quantity>, either or both (e.g.
+	// resource-request-override.hypershift.openshift.io/kube-apiserver.kube-apiserver: memory=1Gi).
+	ResourceRequestOverrideAnnotationPrefix = "resource-request-override.hypershift.openshift.io"
+	// KubeAPIServerGoMemoryLimitAnnotation sets the kube-apiserver's
+	// GOMEMLIMIT (e.g. 800MiB); by default it is 80% of its memory limit.
+	KubeAPIServerGoMemoryLimitAnnotation = "hypershift.openshift.io/kube-apiserver-gomemlimit"
+	// KubeAPIServerGOGCAnnotation sets the kube-apiserver's GOGC (a
+	// percentage, or off); Go's default (100) when unset.
+	KubeAPIServerGOGCAnnotation = "hypershift.openshift.io/kube-apiserver-gogc"
+)
+
+// CopiedToControlPlane reports whether a HostedCluster annotation is copied
+// to its HostedControlPlane.
+func CopiedToControlPlane(key string) bool {
+	return strings.HasPrefix(key, ResourceRequestOverrideAnnotationPrefix+"/") ||
+		key == KubeAPIServerGoMemoryLimitAnnotation || key == KubeAPIServerGOGCAnnotation
+}

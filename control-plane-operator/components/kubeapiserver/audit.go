@@ -177,8 +177,12 @@ func withAuditLog(in component.Inputs, pod *corev1.PodSpec) error {
 	pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts,
 		component.Mount("audit-policy", auditPolicyDir),
 		corev1.VolumeMount{Name: "audit-logs", MountPath: AuditLogDir})
+	res, err := in.Resources(Name, AuditLogsContainer, AuditLogsResources)
+	if err != nil {
+		return err
+	}
 	sidecar := component.Container(AuditLogsContainer, image, []string{"/usr/bin/control-plane-operator"},
-		[]string{auditlogs.CommandName, "--path=" + AuditLogPath}, "5m", "16Mi")
+		[]string{auditlogs.CommandName, "--path=" + AuditLogPath}, res)
 	sidecar.Env = nil
 	sidecar.VolumeMounts = []corev1.VolumeMount{component.Mount("audit-logs", AuditLogDir)}
 	pod.Containers = append(pod.Containers, sidecar)
