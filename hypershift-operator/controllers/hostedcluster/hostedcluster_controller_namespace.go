@@ -75,9 +75,9 @@ const namespaceGonePoll = 2 * time.Second
 func (r *Reconciler) awaitNamespaceGone(ctx context.Context, s *scope) (ctrl.Result, error) {
 	message := "Control-plane namespace " + s.namespace + " is being deleted; the control plane will be built again once it is gone"
 	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.Available)
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionFalse, "ControlPlaneNamespaceDeleting", message)
-	if before == nil || before.Reason != "ControlPlaneNamespaceDeleting" {
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ControlPlaneNamespaceDeleting", "Reconcile", "%s", message)
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionFalse, hyperv1.ControlPlaneNamespaceDeletingReason, message)
+	if before == nil || before.Reason != hyperv1.ControlPlaneNamespaceDeletingReason {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.ControlPlaneNamespaceDeletingReason, "Reconcile", "%s", message)
 	}
 	s.hc.Status.ControlPlaneOperator = nil
 	if err := r.releaseHostedControlPlane(ctx, s); err != nil {

@@ -196,7 +196,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	if err := in.Validate(); err != nil {
 		// Only a change of the HostedCluster (which starts a pass) or of
 		// the operator's flags can fix it: no retry.
-		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, "InvalidConfiguration", upperFirst(err.Error()), &waiting{err: err, untilChanged: true})
+		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.InvalidConfigurationReason, upperFirst(err.Error()), &waiting{err: err, untilChanged: true})
 	}
 
 	// The manager's client reads Secrets past its cache (ClientOptions)
@@ -301,7 +301,7 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.T
 		message = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
 		result.RequeueAfter = until.Sub(r.now())
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionFalse, "ReconciliationPaused", message)
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionFalse, hyperv1.ReconciliationPausedReason, message)
 	// Even a paused cluster writes into its namespace only if it is its own.
 	if owned, err := r.ownsNamespace(ctx, s); err != nil || !owned {
 		return result, err
@@ -310,10 +310,10 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.T
 }
 
 func (r *Reconciler) setReconciliationSucceeded(s *scope, err error) {
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionTrue, "AsExpected", "Reconciliation is active")
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionTrue, hyperv1.AsExpectedReason, "Reconciliation is active")
 	if err != nil {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, "ReconciliationError", err.Error())
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, hyperv1.ReconciliationErrorReason, err.Error())
 		return
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, "ReconciliationSucceeded", "Reconciliation completed successfully")
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, hyperv1.ReconciliationSucceededReason, "Reconciliation completed successfully")
 }

@@ -50,7 +50,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 			return ctrl.Result{}, r.blockRelease(ctx, s, fmt.Errorf("%w; the tag now names %s: %s", err, current.Digest, acceptHint(hc, current.Digest)))
 		}
 	}
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, hyperv1.AsExpectedReason, "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
 	r.setTagMoved(ctx, s, pin, current.Digest)
 	s.release = release
 	s.releaseImage = pin.image
@@ -140,10 +140,10 @@ func (r *Reconciler) setTagMoved(ctx context.Context, s *scope, pin pinned, dige
 				spec, digest, releaseinfo.DigestOf(pin.image), pin.image, acceptHint(hc, digest)))
 		r.reportCondition(ctx, s, hyperv1.ReleaseImageTagMoved, metav1.ConditionTrue)
 	case releaseinfo.HasDigest(spec):
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionFalse, "PinnedBySpec",
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionFalse, hyperv1.PinnedBySpecReason,
 			"Release image "+spec+" names a digest: it cannot move")
 	default:
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionFalse, "AsExpected",
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionFalse, hyperv1.AsExpectedReason,
 			"Release image "+spec+" names the pinned payload "+digest)
 	}
 }

@@ -58,7 +58,7 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	// HostedControlPlane, then Unknown for a silent Lease) would move its
 	// lastTransitionTime on every pass, and write status every time.
 	if silent, duration := r.silentLease(lease); silent {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, ControlPlaneOperatorSilentReason,
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionUnknown, hyperv1.ControlPlaneOperatorSilentReason,
 			fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
 				s.namespace, hyperv1.ControlPlaneOperatorLeaseName, duration))
 	} else {
@@ -73,9 +73,9 @@ func (r *Reconciler) reconcileStatus(ctx context.Context, s *scope, applyErr err
 	return r.observeFencing(ctx, s, lease)
 }
 
-// ControlPlaneOperatorSilentReason is the reason of Available=Unknown when
-// no control-plane-operator has renewed the Lease for its lease duration.
-const ControlPlaneOperatorSilentReason = "ControlPlaneOperatorSilent"
+// ControlPlaneOperatorSilentReason is hyperv1's, kept here for those that
+// name it from this package.
+const ControlPlaneOperatorSilentReason = hyperv1.ControlPlaneOperatorSilentReason
 
 // silentLease reports whether the CPO Lease has gone unchanged for its
 // lease duration (leaseClock), and that duration.
@@ -171,15 +171,15 @@ func (r *Reconciler) setVersion(s *scope, hcp *hyperv1.HostedControlPlane, deplo
 
 	switch {
 	case top.State == configv1.CompletedUpdate:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionFalse, "AsExpected", "Release "+desired.Version+" is rolled out")
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionFalse, hyperv1.AsExpectedReason, "Release "+desired.Version+" is rolled out")
 	case !operatorRunsIt && applyErr != nil:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, "RolloutBlocked",
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, hyperv1.RolloutBlockedReason,
 			"Release "+desired.Version+" is not rolled out: the control-plane-operator Deployment cannot be updated: "+applyErr.Error())
 	case !operatorRunsIt:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, "ControlPlaneOperatorRollingOut",
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, hyperv1.ControlPlaneOperatorRollingOutReason,
 			"Rolling out release "+desired.Version+": the control-plane-operator does not run it yet")
 	default:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, "RollingOut", "Rolling out release "+desired.Version)
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Progressing, metav1.ConditionTrue, hyperv1.RollingOutReason, "Rolling out release "+desired.Version)
 	}
 }
 
@@ -223,14 +223,14 @@ func (r *Reconciler) setValidConfiguration(ctx context.Context, s *scope, hcp *h
 		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, reported.Reason, reported.Message)
 		r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
 	default:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, "AsExpected", "Configuration is valid")
+		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionTrue, hyperv1.AsExpectedReason, "Configuration is valid")
 	}
 }
 
 // setAvailable mirrors the HostedControlPlane's availability.
 func setAvailable(hc *hyperv1.HostedCluster, hcp *hyperv1.HostedControlPlane) {
 	if hcp == nil {
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The HostedControlPlane does not exist yet")
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, hyperv1.WaitingForControlPlaneReason, "The HostedControlPlane does not exist yet")
 		return
 	}
 	if c := meta.FindStatusCondition(hcp.Status.Conditions, hyperv1.Available); c != nil {
@@ -238,10 +238,10 @@ func setAvailable(hc *hyperv1.HostedCluster, hcp *hyperv1.HostedControlPlane) {
 		return
 	}
 	if hcp.Status.Ready {
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionTrue, "AsExpected", "The hosted control plane is available")
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionTrue, hyperv1.AsExpectedReason, "The hosted control plane is available")
 		return
 	}
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, "WaitingForControlPlane", "The control-plane-operator has not reported the control plane available yet")
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, hyperv1.WaitingForControlPlaneReason, "The control-plane-operator has not reported the control plane available yet")
 }
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }
