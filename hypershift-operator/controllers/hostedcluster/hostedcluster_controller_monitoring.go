@@ -14,7 +14,6 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
@@ -37,7 +36,7 @@ const monitoringRetry = 5 * time.Minute
 func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := render.Inputs{HostedCluster: s.hc}
 	if !r.EnableMonitoring {
-		meta.RemoveStatusCondition(&s.hc.Status.Conditions, hyperv1.Monitoring)
+		s.monitoringOff = true
 		return ctrl.Result{}, r.removeMonitoring(ctx, in)
 	}
 	apply := r.applier()
@@ -48,14 +47,13 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope) (ctrl.Re
 		if !meta.IsNoMatchError(err) {
 			return ctrl.Result{}, err
 		}
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Monitoring, metav1.ConditionFalse, hyperv1.ServiceMonitorCRDMissingReason,
-			"The hypershift-operator runs with --enable-monitoring, but this cluster has no ServiceMonitor CRD ("+metricsserving.ServiceMonitorKind.GroupVersion().String()+
-				"): install the Prometheus Operator, or run the operator without the flag; the control-plane-operator's metrics are not scraped until then")
-		r.reportOnChange(ctx, s, hyperv1.Monitoring)
+		s.monitoring = &finding{metav1.ConditionFalse, hyperv1.ServiceMonitorCRDMissingReason,
+			"The hypershift-operator runs with --enable-monitoring, but this cluster has no ServiceMonitor CRD (" + metricsserving.ServiceMonitorKind.GroupVersion().String() +
+				"): install the Prometheus Operator, or run the operator without the flag; the control-plane-operator's metrics are not scraped until then"}
 		return ctrl.Result{RequeueAfter: monitoringRetry}, nil
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Monitoring, metav1.ConditionTrue, hyperv1.AsExpectedReason,
-		"The control-plane-operator's metrics Service and ServiceMonitor are in place")
+	s.monitoring = &finding{metav1.ConditionTrue, hyperv1.AsExpectedReason,
+		"The control-plane-operator's metrics Service and ServiceMonitor are in place"}
 	return ctrl.Result{}, nil
 }
 
