@@ -202,10 +202,10 @@ func (r *Reconciler) paused(s *scope) (bool, time.Time) {
 // reconcilePaused only passes the pause on to the HostedControlPlane and
 // says so in status; it wakes up when the pause ends.
 func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.Time) (ctrl.Result, error) {
-	s.pausedFor = "Reconciliation is paused until spec.pausedUntil is removed"
+	s.pauseMessage = "Reconciliation is paused until spec.pausedUntil is removed"
 	result := ctrl.Result{}
 	if !until.IsZero() {
-		s.pausedFor = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
+		s.pauseMessage = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
 		result.RequeueAfter = until.Sub(r.now())
 	}
 	// Even a paused cluster writes into its namespace only if it is its own.

@@ -22,16 +22,18 @@ type scope struct {
 	// namespace is the control-plane namespace.
 	namespace string
 
-	// pausedFor, when not empty, says until when spec.pausedUntil pauses
-	// the cluster: the pass did nothing else.
-	pausedFor string
+	// pauseMessage, when not empty, says until when spec.pausedUntil
+	// pauses the cluster (ReconciliationActive's message): the pass did
+	// nothing else.
+	pauseMessage string
 
 	// release is the payload, once read.
 	release *releaseinfo.ReleaseImage
 	// releaseImage is release's pull spec pinned by digest: what the
 	// HostedControlPlane and the control-plane-operator are given.
 	releaseImage string
-	// pin is the pinned payload and digest the spec's pull spec names now.
+	// pin is the payload the control plane is pinned to; digest is the one
+	// the spec's pull spec names now, another when its tag moved.
 	pin    pinned
 	digest string
 	// pullSecret is the .dockerconfigjson of the HostedCluster's pull

@@ -25,8 +25,8 @@ const ControlPlaneOperatorSilentReason = hyperv1.ControlPlaneOperatorSilentReaso
 // ends, and queues the reports of what changed. A condition about something
 // the pass did not get to keeps its last value.
 func (r *Reconciler) computeStatus(ctx context.Context, s *scope) {
-	if s.pausedFor != "" {
-		s.set(hyperv1.ReconciliationActive, metav1.ConditionFalse, hyperv1.ReconciliationPausedReason, s.pausedFor)
+	if s.pauseMessage != "" {
+		s.set(hyperv1.ReconciliationActive, metav1.ConditionFalse, hyperv1.ReconciliationPausedReason, s.pauseMessage)
 		return
 	}
 	r.setRelease(s)
