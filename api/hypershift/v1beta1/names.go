@@ -273,6 +273,54 @@ const (
 	ServiceMonitorCRDMissingReason = "ServiceMonitorCRDMissing"
 )
 
+// Reasons of NodePool conditions, which the hypershift-operator sets,
+// besides WaitingForControlPlaneReason, RollingOutReason and the release
+// reasons above.
+const (
+	// HostedClusterNotFoundReason: ValidHostedCluster and Ready False, the
+	// HostedCluster spec.clusterName names does not exist.
+	HostedClusterNotFoundReason = "HostedClusterNotFound"
+	// InvalidNetworkReason: Ready=False, the HostedCluster's networks give
+	// no DNS address for the pool's kubelets.
+	InvalidNetworkReason = "InvalidNetwork"
+	// NodePoolDeletingReason: Ready=False while the pool is deleted and
+	// waits for its machines.
+	NodePoolDeletingReason = "Deleting"
+	// PlatformMismatchReason: ValidPlatformConfig and Ready False, the
+	// pool's platform is Pod, its HostedCluster's is not.
+	PlatformMismatchReason = "PlatformNotSupportedByCluster"
+	// MachinesNotReadyReason: AllMachinesReady=False, some machines are not
+	// ready.
+	MachinesNotReadyReason = "MachinesNotReady"
+	// WaitingForNodesReason: Ready=False until every node the pool asks for
+	// joined and is ready.
+	WaitingForNodesReason = "WaitingForNodes"
+	// NodeNotReadyReason: AllNodesHealthy=False, some nodes are not ready.
+	NodeNotReadyReason = "NodeNotReady"
+	// HostedAPIUnreachableReason: AllNodesHealthy=Unknown and Ready=False,
+	// the hosted cluster's API server cannot be reached.
+	HostedAPIUnreachableReason = "HostedAPIUnreachable"
+	// NoMachineImageReason: ValidReleaseImage=False, the payload of a pool
+	// of platform Pod names no machine (or pause) image.
+	NoMachineImageReason = "NoMachineImage"
+)
+
+// Reasons of a NodePool's SupportedVersionSkew condition.
+const (
+	// NodePoolNewerReason: False, the pool's release is newer than its
+	// HostedCluster's.
+	NodePoolNewerReason = "NodePoolVersionNewerThanCluster"
+	// NodePoolTooOldReason: False, the pool's release is more minor
+	// versions older than its HostedCluster's than is supported.
+	NodePoolTooOldReason = "NodePoolVersionTooOld"
+	// ClusterVersionUnknownReason: Unknown, the HostedCluster reports no
+	// version yet.
+	ClusterVersionUnknownReason = "ClusterVersionUnknown"
+	// UnparsableVersionReason: False or Unknown, the pool's or the
+	// HostedCluster's version is no version.
+	UnparsableVersionReason = "UnparsableVersion"
+)
+
 // Reasons of a HostedCluster's LeaderFencing condition.
 const (
 	// FencingDisabledReason: False, the operator runs with
