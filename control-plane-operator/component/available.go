@@ -6,6 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
 // Availability is the judgement of one component's readiness.
@@ -44,18 +46,18 @@ func Available(live client.Object) Availability {
 	return notFound
 }
 
-var notFound = Availability{Reason: "WorkloadNotFound", Message: "The workload does not exist yet"}
+var notFound = Availability{Reason: hyperv1.WorkloadNotFoundReason, Message: "The workload does not exist yet"}
 
 func rollout(generation, observed int64, want, updated, available int32, current bool) Availability {
 	switch {
 	case observed < generation:
-		return Availability{Reason: "RollingOut", Message: "The workload's controller has not observed the latest spec yet"}
+		return Availability{Reason: hyperv1.RollingOutReason, Message: "The workload's controller has not observed the latest spec yet"}
 	case updated < want || !current:
-		return Availability{Reason: "RollingOut", Message: "Not every replica runs the latest spec yet"}
+		return Availability{Reason: hyperv1.RollingOutReason, Message: "Not every replica runs the latest spec yet"}
 	case available < want:
-		return Availability{Reason: "ReplicasUnavailable", Message: "Not every replica is available yet"}
+		return Availability{Reason: hyperv1.ReplicasUnavailableReason, Message: "Not every replica is available yet"}
 	}
-	return Availability{Available: true, Reason: "AsExpected", Message: "Every replica is available"}
+	return Availability{Available: true, Reason: hyperv1.AsExpectedReason, Message: "Every replica is available"}
 }
 
 func replicas(r *int32) int32 {
@@ -85,5 +87,5 @@ func Claims(live client.Object) []string {
 // ClaimsUnbound judges a workload whose claims (by name) are not all
 // bound: it cannot start until they are.
 func ClaimsUnbound(unbound []string) Availability {
-	return Availability{Reason: "ClaimNotBound", Message: "Claim " + strings.Join(unbound, ", ") + " is not bound to a volume yet: its pod cannot start"}
+	return Availability{Reason: hyperv1.ClaimNotBoundReason, Message: "Claim " + strings.Join(unbound, ", ") + " is not bound to a volume yet: its pod cannot start"}
 }

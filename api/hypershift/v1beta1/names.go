@@ -142,6 +142,15 @@ const (
 	// last. The hypershift-operator relays each report as a Warning event
 	// on the HostedCluster.
 	WritesFenced = "WritesFenced"
+	// LeaderFencing, on a HostedCluster, says whether the API server is
+	// seen to refuse writes by control-plane-operator pods that do not
+	// hold the Lease: True only once a probe showed it.
+	LeaderFencing = "LeaderFencing"
+	// Monitoring, on a HostedCluster while the hypershift-operator runs
+	// with --enable-monitoring, says whether the control-plane-operator's
+	// metrics are offered to a Prometheus Operator (its Service and
+	// ServiceMonitor).
+	Monitoring = "Monitoring"
 )
 
 // Condition types of NodePool status, besides ValidReleaseImage (above),
@@ -177,6 +186,165 @@ const (
 // Available=True, ValidConfiguration=True, Progressing=False after a
 // rollout, and the like.
 const AsExpectedReason = "AsExpected"
+
+// Reasons of the conditions both operators set, by condition. Each is a
+// contract: the CLI, the tests and the users' alerts match on them.
+const (
+	// InvalidConfigurationReason: ValidConfiguration=False, the spec cannot
+	// render (a HostedCluster's control-plane-operator, a
+	// HostedControlPlane's component).
+	InvalidConfigurationReason = "InvalidConfiguration"
+	// RollingOutReason: a HostedCluster's Progressing=True while its
+	// control plane rolls out a release; a component's <Name>Available=False
+	// while its workload rolls out.
+	RollingOutReason = "RollingOut"
+)
+
+// Reasons of HostedControlPlane conditions, which the control-plane-operator
+// sets and the hypershift-operator relays to the HostedCluster (Available,
+// ValidConfiguration).
+const (
+	// MissingComponentImageReason: ValidReleaseImage=False, the payload has
+	// no image for a component.
+	MissingComponentImageReason = "MissingComponentImage"
+	// UnusableCAReason: ValidPKI=False, a CA Secret holds no usable CA (a
+	// CA is never replaced: it waits for a human).
+	UnusableCAReason = "UnusableCA"
+	// PKIErrorReason: ValidPKI=False for any other failure to keep the PKI.
+	PKIErrorReason = "PKIError"
+	// ComponentsUnavailableReason: Available=False, a component does not
+	// serve; the message names them.
+	ComponentsUnavailableReason = "ComponentsUnavailable"
+	// EndpointUnknownReason: Available=False, the kube-apiserver's
+	// endpoint is not known yet.
+	EndpointUnknownReason = "EndpointUnknown"
+	// KubeAPIServerNotReadyReason: Available=False, the kube-apiserver does
+	// not answer /readyz at its endpoint.
+	KubeAPIServerNotReadyReason = "KubeAPIServerNotReady"
+	// WaitingForDependenciesReason: <Name>Available=False, what the
+	// component depends on has not rolled out.
+	WaitingForDependenciesReason = "WaitingForDependencies"
+	// WorkloadNotFoundReason: <Name>Available=False, the workload does not
+	// exist yet.
+	WorkloadNotFoundReason = "WorkloadNotFound"
+	// ReplicasUnavailableReason: <Name>Available=False, a replica is not
+	// available.
+	ReplicasUnavailableReason = "ReplicasUnavailable"
+	// ClaimNotBoundReason: <Name>Available=False, a claim of the workload
+	// is not bound to a volume.
+	ClaimNotBoundReason = "ClaimNotBound"
+	// WritesRefusedReason: WritesFenced=True, the API server refused writes
+	// of the control-plane-operator as not the Lease holder's.
+	WritesRefusedReason = "WritesRefused"
+)
+
+// Reasons of HostedCluster conditions, which the hypershift-operator sets.
+const (
+	// ReconciliationPausedReason: ReconciliationActive=False while
+	// spec.pausedUntil pauses the cluster.
+	ReconciliationPausedReason = "ReconciliationPaused"
+	// ReconciliationErrorReason: ReconciliationSucceeded=False, the last
+	// pass failed; the message is its error.
+	ReconciliationErrorReason = "ReconciliationError"
+	// ReconciliationSucceededReason: ReconciliationSucceeded=True.
+	ReconciliationSucceededReason = "ReconciliationSucceeded"
+	// PinnedBySpecReason: ReleaseImageTagMoved=False, spec.release.image
+	// names a digest and cannot move.
+	PinnedBySpecReason = "PinnedBySpec"
+	// RolloutBlockedReason: Progressing=True, the release cannot be rolled
+	// out because the control-plane-operator's Deployment cannot be
+	// applied.
+	RolloutBlockedReason = "RolloutBlocked"
+	// ControlPlaneOperatorRollingOutReason: Progressing=True, the
+	// control-plane-operator does not run the release yet.
+	ControlPlaneOperatorRollingOutReason = "ControlPlaneOperatorRollingOut"
+	// WaitingForControlPlaneReason: Available=False, the HostedControlPlane
+	// does not exist or has not reported yet.
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
+	// ControlPlaneNamespaceDeletingReason: Available=False while someone
+	// else deletes the control-plane namespace; the control plane is built
+	// again once it is gone. Also the reason of the Warning event.
+	ControlPlaneNamespaceDeletingReason = "ControlPlaneNamespaceDeleting"
+	// ControlPlaneOperatorSilentReason: Available=Unknown, no
+	// control-plane-operator has renewed the Lease for its lease duration.
+	ControlPlaneOperatorSilentReason = "ControlPlaneOperatorSilent"
+	// ServiceMonitorCRDMissingReason: Monitoring=False, the cluster has no
+	// ServiceMonitor CRD.
+	ServiceMonitorCRDMissingReason = "ServiceMonitorCRDMissing"
+)
+
+// Reasons of NodePool conditions, which the hypershift-operator sets,
+// besides WaitingForControlPlaneReason, RollingOutReason and the release
+// reasons above.
+const (
+	// HostedClusterNotFoundReason: ValidHostedCluster and Ready False, the
+	// HostedCluster spec.clusterName names does not exist.
+	HostedClusterNotFoundReason = "HostedClusterNotFound"
+	// InvalidNetworkReason: Ready=False, the HostedCluster's networks give
+	// no DNS address for the pool's kubelets.
+	InvalidNetworkReason = "InvalidNetwork"
+	// NodePoolDeletingReason: Ready=False while the pool is deleted and
+	// waits for its machines.
+	NodePoolDeletingReason = "Deleting"
+	// PlatformMismatchReason: ValidPlatformConfig and Ready False, the
+	// pool's platform is Pod, its HostedCluster's is not.
+	PlatformMismatchReason = "PlatformNotSupportedByCluster"
+	// MachinesNotReadyReason: AllMachinesReady=False, some machines are not
+	// ready.
+	MachinesNotReadyReason = "MachinesNotReady"
+	// WaitingForNodesReason: Ready=False until every node the pool asks for
+	// joined and is ready.
+	WaitingForNodesReason = "WaitingForNodes"
+	// NodeNotReadyReason: AllNodesHealthy=False, some nodes are not ready.
+	NodeNotReadyReason = "NodeNotReady"
+	// HostedAPIUnreachableReason: AllNodesHealthy=Unknown and Ready=False,
+	// the hosted cluster's API server cannot be reached.
+	HostedAPIUnreachableReason = "HostedAPIUnreachable"
+	// NoMachineImageReason: ValidReleaseImage=False, the payload of a pool
+	// of platform Pod names no machine (or pause) image.
+	NoMachineImageReason = "NoMachineImage"
+)
+
+// Reasons of a NodePool's SupportedVersionSkew condition.
+const (
+	// NodePoolNewerReason: False, the pool's release is newer than its
+	// HostedCluster's.
+	NodePoolNewerReason = "NodePoolVersionNewerThanCluster"
+	// NodePoolTooOldReason: False, the pool's release is more minor
+	// versions older than its HostedCluster's than is supported.
+	NodePoolTooOldReason = "NodePoolVersionTooOld"
+	// ClusterVersionUnknownReason: Unknown, the HostedCluster reports no
+	// version yet.
+	ClusterVersionUnknownReason = "ClusterVersionUnknown"
+	// UnparsableVersionReason: False or Unknown, the pool's or the
+	// HostedCluster's version is no version.
+	UnparsableVersionReason = "UnparsableVersion"
+)
+
+// Reasons of a HostedCluster's LeaderFencing condition.
+const (
+	// FencingDisabledReason: False, the operator runs with
+	// --enable-fencing=false.
+	FencingDisabledReason = "Disabled"
+	// FencingUnsupportedReason: False, the API server cannot fence.
+	FencingUnsupportedReason = "Unsupported"
+	// FencingPolicyMissingReason: False, a cluster-wide fencing object does
+	// not exist.
+	FencingPolicyMissingReason = "FencingPolicyMissing"
+	// FenceUnverifiedReason: Unknown, the fence could not be probed.
+	FenceUnverifiedReason = "FenceUnverified"
+	// FenceNotInForceReason: False, the API server admitted a write the
+	// fence must refuse.
+	FenceNotInForceReason = "FenceNotInForce"
+	// FenceStaleReason: False, the fence judges against another holder than
+	// the Lease names. Also the reason of the Warning event when the
+	// binding is re-created for it.
+	FenceStaleReason = "FenceStale"
+	// FenceWedgedReason: False, the fence stayed stale after its binding
+	// was re-created; only a kube-apiserver restart clears it. Also the
+	// reason of the Warning event.
+	FenceWedgedReason = "FenceWedged"
+)
 
 // AdminKubeconfigName names the copy of a HostedCluster's admin
 // kubeconfig in its namespace: <name>-admin-kubeconfig, as in HyperShift.

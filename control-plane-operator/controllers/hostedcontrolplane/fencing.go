@@ -72,11 +72,11 @@ func (f *FencedWrites) setCondition(hcp *hyperv1.HostedControlPlane) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.count == 0 {
-		conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, metav1.ConditionFalse, "AsExpected",
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, metav1.ConditionFalse, hyperv1.AsExpectedReason,
 			"The API server refused no write of this control-plane-operator as not the Lease holder")
 		return
 	}
-	conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, metav1.ConditionTrue, "WritesRefused",
+	conditions.Set(&hcp.Status.Conditions, hcp.Generation, WritesFenced, metav1.ConditionTrue, hyperv1.WritesRefusedReason,
 		fmt.Sprintf("The API server refused %d writes of this control-plane-operator as not the Lease holder; the last: %s", f.count, f.last))
 }
 

@@ -82,7 +82,7 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 	s.availability[c.Name()] = availability
 	if waiting := s.notRolledOut(c.DependsOn()); len(waiting) > 0 {
 		if !availability.Available {
-			s.availability[c.Name()] = component.Availability{Reason: "WaitingForDependencies", Message: "Waiting for " + strings.Join(waiting, ", ") + " to roll out"}
+			s.availability[c.Name()] = component.Availability{Reason: hyperv1.WaitingForDependenciesReason, Message: "Waiting for " + strings.Join(waiting, ", ") + " to roll out"}
 		}
 		return nil
 	}
@@ -103,7 +103,7 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 		changed = changed || sent
 	}
 	if changed {
-		s.availability[c.Name()] = component.Availability{Reason: "RollingOut", Message: "The workload was just changed"}
+		s.availability[c.Name()] = component.Availability{Reason: hyperv1.RollingOutReason, Message: "The workload was just changed"}
 		return nil
 	}
 	s.rolledOut[c.Name()] = availability.Available

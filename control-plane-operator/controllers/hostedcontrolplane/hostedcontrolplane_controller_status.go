@@ -33,28 +33,28 @@ func (r *Reconciler) computeStatus(s *scope) {
 	var missingImage *component.MissingImageError
 	switch {
 	case s.releaseErr != nil && errors.As(s.releaseErr, &missingImage):
-		set(hyperv1.ValidReleaseImage, false, "MissingComponentImage", s.releaseErr.Error())
+		set(hyperv1.ValidReleaseImage, false, hyperv1.MissingComponentImageReason, s.releaseErr.Error())
 	case s.releaseErr != nil:
-		set(hyperv1.ValidReleaseImage, false, "ReleaseImageUnavailable", s.releaseErr.Error())
+		set(hyperv1.ValidReleaseImage, false, hyperv1.ReleaseImageUnavailableReason, s.releaseErr.Error())
 	case s.release != nil:
-		set(hyperv1.ValidReleaseImage, true, "AsExpected", "Release image "+hcp.Spec.ReleaseImage+" is valid: version "+s.release.Version)
+		set(hyperv1.ValidReleaseImage, true, hyperv1.AsExpectedReason, "Release image "+hcp.Spec.ReleaseImage+" is valid: version "+s.release.Version)
 	}
 	switch {
 	case s.refusal != "":
 		set(hyperv1.ValidConfiguration, false, hyperv1.RefusedByAPIServerReason, s.refusal)
 	case s.configErr != nil:
-		set(hyperv1.ValidConfiguration, false, "InvalidConfiguration", s.configErr.Error())
+		set(hyperv1.ValidConfiguration, false, hyperv1.InvalidConfigurationReason, s.configErr.Error())
 	case s.rendered:
-		set(hyperv1.ValidConfiguration, true, "AsExpected", "Configuration is valid")
+		set(hyperv1.ValidConfiguration, true, hyperv1.AsExpectedReason, "Configuration is valid")
 	}
 	var caErr *pki.CAError
 	switch {
 	case s.pkiErr != nil && errors.As(s.pkiErr, &caErr):
-		set(hyperv1.ValidPKI, false, "UnusableCA", s.pkiErr.Error())
+		set(hyperv1.ValidPKI, false, hyperv1.UnusableCAReason, s.pkiErr.Error())
 	case s.pkiErr != nil:
-		set(hyperv1.ValidPKI, false, "PKIError", s.pkiErr.Error())
+		set(hyperv1.ValidPKI, false, hyperv1.PKIErrorReason, s.pkiErr.Error())
 	case s.secrets != nil:
-		set(hyperv1.ValidPKI, true, "AsExpected", "Every certificate and key is valid")
+		set(hyperv1.ValidPKI, true, hyperv1.AsExpectedReason, "Every certificate and key is valid")
 	}
 	if s.servicesDone {
 		hcp.Status.ControlPlaneEndpoint = s.endpoint
@@ -91,14 +91,14 @@ func (r *Reconciler) computeAvailability(s *scope, set func(string, bool, string
 	available, waiting := s.available()
 	switch {
 	case !available:
-		set(hyperv1.Available, false, "ComponentsUnavailable", "Waiting for "+strings.Join(waiting, ", "))
+		set(hyperv1.Available, false, hyperv1.ComponentsUnavailableReason, "Waiting for "+strings.Join(waiting, ", "))
 	case s.endpoint == nil:
-		set(hyperv1.Available, false, "EndpointUnknown", s.endpointWhy)
+		set(hyperv1.Available, false, hyperv1.EndpointUnknownReason, s.endpointWhy)
 	case !s.readyzAsked:
 	case s.readyzErr != nil:
-		set(hyperv1.Available, false, "KubeAPIServerNotReady", "The kube-apiserver does not answer /readyz at "+kubeapiserver.URL(s.endpoint))
+		set(hyperv1.Available, false, hyperv1.KubeAPIServerNotReadyReason, "The kube-apiserver does not answer /readyz at "+kubeapiserver.URL(s.endpoint))
 	default:
-		set(hyperv1.Available, true, "AsExpected", "The kube-apiserver answers /readyz at "+kubeapiserver.URL(s.endpoint))
+		set(hyperv1.Available, true, hyperv1.AsExpectedReason, "The kube-apiserver answers /readyz at "+kubeapiserver.URL(s.endpoint))
 		// cluster-api's contract: the control plane came up; it stays so.
 		hcp.Status.Initialization = &hyperv1.ControlPlaneInitialization{ControlPlaneInitialized: ptr.To(true)}
 	}

@@ -27,14 +27,14 @@ import (
 // FieldOwner is the field manager of the controller's writes.
 const FieldOwner = "control-plane-operator"
 
-// Reasons of a PodMachine's Ready condition.
+// Reasons of a PodMachine's Ready condition: infrav1's, kept here for
+// those that name them from this package.
 const (
-	WaitingForMachineReason       = "WaitingForMachine"
-	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
-	PodPendingReason              = "PodPending"
-	PodRunningReason              = "PodRunning"
-	PodFailedReason               = "PodFailed"
-	DeletingReason                = "Deleting"
+	WaitingForMachineReason       = infrav1.WaitingForMachineReason
+	WaitingForBootstrapDataReason = infrav1.WaitingForBootstrapDataReason
+	PodPendingReason              = infrav1.PodPendingReason
+	PodRunningReason              = infrav1.PodRunningReason
+	PodFailedReason               = infrav1.PodFailedReason
 )
 
 // deletePoll is how often a deleted machine's Pod is looked at until it is
@@ -124,7 +124,7 @@ func (r *Reconciler) actingFor(ctx context.Context, namespace string) (*hyperv1.
 func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine, hcp *hyperv1.HostedControlPlane) error {
 	ready := func(status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{
-			Type: "Ready", Status: status, Reason: reason, Message: message, ObservedGeneration: pm.Generation,
+			Type: infrav1.ReadyCondition, Status: status, Reason: reason, Message: message, ObservedGeneration: pm.Generation,
 		})
 	}
 	machine, err := r.owner(ctx, pm)
@@ -132,11 +132,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine
 		return err
 	}
 	if machine == nil {
-		ready(metav1.ConditionFalse, WaitingForMachineReason, "No Machine owns the PodMachine yet")
+		ready(metav1.ConditionFalse, infrav1.WaitingForMachineReason, "No Machine owns the PodMachine yet")
 		return nil
 	}
 	if machine.Spec.Bootstrap.DataSecretName == nil || *machine.Spec.Bootstrap.DataSecretName == "" {
-		ready(metav1.ConditionFalse, WaitingForBootstrapDataReason, "Machine "+machine.Name+" has no bootstrap data yet")
+		ready(metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "Machine "+machine.Name+" has no bootstrap data yet")
 		return nil
 	}
 	pod := &corev1.Pod{}
@@ -144,7 +144,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine
 	case apierrors.IsNotFound(err):
 		podNetwork, err := hcp.Spec.Networking.PodNetworkRange()
 		if err != nil {
-			ready(metav1.ConditionFalse, PodPendingReason, err.Error())
+			ready(metav1.ConditionFalse, infrav1.PodPendingReason, err.Error())
 			return nil // the range is immutable: nothing to retry
 		}
 		pod = MachinePod(pm, *machine.Spec.Bootstrap.DataSecretName, hyperv1.PullSecretName, podNetwork)
@@ -158,7 +158,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, pm *infrav1.PodMachine
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed to delete Pod %s, which is not machine %s's: %w", pod.Name, pm.Name, err)
 		}
-		ready(metav1.ConditionFalse, PodPendingReason, "An earlier machine's Pod of the same name is being deleted")
+		ready(metav1.ConditionFalse, infrav1.PodPendingReason, "An earlier machine's Pod of the same name is being deleted")
 		return nil
 	}
 	pm.Status.Addresses = nil
@@ -180,26 +180,26 @@ func podState(pod *corev1.Pod) (metav1.ConditionStatus, string, string) {
 	switch pod.Status.Phase {
 	case corev1.PodRunning:
 		if pod.Status.PodIP == "" {
-			return metav1.ConditionFalse, PodPendingReason, "The Pod runs but has no address yet"
+			return metav1.ConditionFalse, infrav1.PodPendingReason, "The Pod runs but has no address yet"
 		}
 		for _, c := range pod.Status.ContainerStatuses {
 			if c.State.Running == nil {
-				return metav1.ConditionFalse, PodPendingReason, "The machine restarts: " + waiting(c)
+				return metav1.ConditionFalse, infrav1.PodPendingReason, "The machine restarts: " + waiting(c)
 			}
 		}
-		return metav1.ConditionTrue, PodRunningReason, "Pod " + pod.Name + " runs at " + pod.Status.PodIP
+		return metav1.ConditionTrue, infrav1.PodRunningReason, "Pod " + pod.Name + " runs at " + pod.Status.PodIP
 	case corev1.PodFailed, corev1.PodSucceeded:
-		return metav1.ConditionFalse, PodFailedReason, fmt.Sprintf("Pod %s ended (%s): %s", pod.Name, pod.Status.Reason, pod.Status.Message)
+		return metav1.ConditionFalse, infrav1.PodFailedReason, fmt.Sprintf("Pod %s ended (%s): %s", pod.Name, pod.Status.Reason, pod.Status.Message)
 	default:
 		for _, c := range pod.Status.ContainerStatuses {
 			if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
-				return metav1.ConditionFalse, PodPendingReason, "The machine does not start yet: " + waiting(c)
+				return metav1.ConditionFalse, infrav1.PodPendingReason, "The machine does not start yet: " + waiting(c)
 			}
 		}
 		if pod.Spec.NodeName == "" {
-			return metav1.ConditionFalse, PodPendingReason, "The Pod is not scheduled yet"
+			return metav1.ConditionFalse, infrav1.PodPendingReason, "The Pod is not scheduled yet"
 		}
-		return metav1.ConditionFalse, PodPendingReason, "The Pod starts on node " + pod.Spec.NodeName
+		return metav1.ConditionFalse, infrav1.PodPendingReason, "The Pod starts on node " + pod.Spec.NodeName
 	}
 }
 

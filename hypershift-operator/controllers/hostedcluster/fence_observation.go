@@ -17,7 +17,6 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
@@ -77,8 +76,9 @@ func (f *fences) forget(namespace string) {
 	delete(f.state, namespace)
 }
 
-// observeFencing sets LeaderFencing from what the API server does, when the
-// HO fences this cluster and every fencing object exists.
+// observeFencing records LeaderFencing's value (s.fence) from what the API
+// server does, when the HO fences this cluster and every fencing object
+// exists.
 func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordinationv1.Lease) (ctrl.Result, error) {
 	if !s.fenced {
 		return ctrl.Result{}, nil
@@ -95,17 +95,17 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 	}
 	state.observed, state.verified = observed, false
 	if r.Probe == nil {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "The hypershift-operator has no way to probe the fence")
+		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason, "The hypershift-operator has no way to probe the fence"}
 		return ctrl.Result{}, nil
 	}
 	judged, err := r.Probe.Judge(ctx, s.namespace, fenceProbePod)
 	switch {
 	case err != nil:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionUnknown, "FenceUnverified", "Failed to probe the fence: "+err.Error())
+		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason, "Failed to probe the fence: " + err.Error()}
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case judged.Admitted:
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceNotInForce",
-			"The API server admitted a write by a control-plane-operator pod that does not hold Lease "+s.namespace+"/"+hyperv1.ControlPlaneOperatorLeaseName+": the fencing binding is not in force yet")
+		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceNotInForceReason,
+			"The API server admitted a write by a control-plane-operator pod that does not hold Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName + ": the fencing binding is not in force yet"}
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case judged.Holder == holder:
 		state.verified, state.staleSince, state.recreated = true, time.Time{}, false
@@ -145,14 +145,14 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 	switch {
 	case state.staleSince.IsZero():
 		state.staleSince = now
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceStale", message)
+		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceStaleReason, message}
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case now.Sub(state.staleSince) < fenceRecheck:
 		return ctrl.Result{RequeueAfter: fenceRecheck - now.Sub(state.staleSince)}, nil
 	case !state.recreated:
 		state.recreated = true
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceStale", message+"; re-creating the fencing binding")
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "FenceStale", "RecreateFencingBinding", "%s; re-creating the fencing binding", message)
+		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceStaleReason, message + "; re-creating the fencing binding"}
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.FenceStaleReason, "RecreateFencingBinding", "%s; re-creating the fencing binding", message)
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(s.namespace)}}
 		if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("failed to re-create the fencing binding: %w", err)
@@ -160,20 +160,21 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	}
 	wedged := message + "; re-creating the fencing binding did not help. Until the kube-apiserver is restarted, the holder's writes are refused: restart the kube-apiserver to clear its cache"
-	before := meta.FindStatusCondition(s.original.Status.Conditions, LeaderFencing)
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionFalse, "FenceWedged", wedged)
-	if before == nil || before.Reason != "FenceWedged" {
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "FenceWedged", "ProbeFence", "%s", wedged)
+	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.LeaderFencing)
+	s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceWedgedReason, wedged}
+	if before == nil || before.Reason != hyperv1.FenceWedgedReason {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.FenceWedgedReason, "ProbeFence", "%s", wedged)
 	}
 	// The verdict stands until the policy, the binding or the holder
 	// change; a slow look keeps it honest meanwhile.
 	return ctrl.Result{RequeueAfter: refusalRecheck}, nil
 }
 
+// setFenceVerified records that the fence is seen to hold for holder.
 func setFenceVerified(s *scope, holder string) {
 	message := "The API server refuses writes by control-plane-operator pods other than the holder of Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
 	if holder == "" {
 		message = "The API server refuses every control-plane-operator write until a pod holds Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, LeaderFencing, metav1.ConditionTrue, "AsExpected", message)
+	s.fence = &finding{metav1.ConditionTrue, hyperv1.AsExpectedReason, message}
 }

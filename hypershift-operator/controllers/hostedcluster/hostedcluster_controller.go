@@ -7,6 +7,13 @@
 // copies the hosted cluster's admin kubeconfig next to the HostedCluster,
 // reports status (the CPO Lease's holder, the API endpoint
 // and the kubeconfig among it), and tears it all down in order on delete.
+//
+// Each pass runs phases in order over a scope (hostedcluster_controller_scope.go): a phase records
+// what it found there (a finding, a blocker that stops the pass, a
+// refusal, its error) and never sets a condition. Once the phases ran, the
+// pass observes the control plane it claimed; status is computed once,
+// when the pass ends (computeStatus), and the pass's exit (exit) follows
+// from the same facts.
 package hostedcluster
 
 import (
@@ -26,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
@@ -89,7 +95,7 @@ type Reconciler struct {
 	// (waitBackoff).
 	waits *waitBackoff
 	// reported holds, by "<HostedCluster UID>/<condition>", the reason and
-	// message reportOnChange last reported, and the resourceVersion of the
+	// message reportCondition last reported, and the resourceVersion of the
 	// copy that pass started from; for WritesFenced, the HostedControlPlane
 	// condition's message reportFencedWrites last relayed.
 	reported sync.Map
@@ -101,48 +107,9 @@ type Reconciler struct {
 	pullSecrets cache.Cache
 }
 
-// scope is what one reconcile of one HostedCluster works with.
-type scope struct {
-	hc       *hyperv1.HostedCluster
-	original *hyperv1.HostedCluster
-	// namespace is the control-plane namespace.
-	namespace string
-	release   *releaseinfo.ReleaseImage
-	// releaseImage is release's pull spec pinned by digest: what the
-	// HostedControlPlane and the control-plane-operator are given.
-	releaseImage string
-	// pullSecret is the .dockerconfigjson of the HostedCluster's pull
-	// secret, read once per reconcile.
-	pullSecret []byte
-	// claimed is set once the control-plane namespace is known to be this
-	// HostedCluster's, and not being deleted: only then does status show
-	// what is in it.
-	claimed bool
-	// reports are the changes reportOnChange found, made once the status
-	// that shows them is written.
-	reports []func()
-	// applied is set once this pass applied every object of the control
-	// plane: ValidConfiguration then follows the HostedControlPlane.
-	applied bool
-	// specSent is set when this pass changed the HostedControlPlane: what
-	// the cache shows of it, its conditions among it, is older than that.
-	specSent bool
-	// fenced is set when this pass applied the namespace's fencing binding
-	// and found every cluster-wide fencing object: the fence is then
-	// observed.
-	fenced bool
-	// written is the status this pass wrote before its end (a new release
-	// pin), if any: the final write compares with it, not with original.
-	written *hyperv1.HostedClusterStatus
-}
-
-// key is the HostedCluster's <namespace>/<name>, the value of the cluster
-// annotation on everything the HO creates for it.
-func (s *scope) key() string {
-	return render.ClusterKey(s.hc)
-}
-
-// Reconcile brings the world in line with one HostedCluster.
+// Reconcile brings the world in line with one HostedCluster. Each pass runs
+// phases in order; status is computed once, when the pass ends, from what
+// they found.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	hc := &hyperv1.HostedCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
@@ -172,6 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	defer func() {
+		r.computeStatus(ctx, s)
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
 		}
@@ -181,32 +149,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return r.reconcilePaused(ctx, s, until)
 	}
 	result, err := r.reconcileNormal(ctx, s)
-	if refused := (*refusal)(nil); errors.As(err, &refused) {
-		return r.refuse(ctx, s, refused), nil
-	}
+	s.err = err
 	// Status follows the world even when a phase failed: a rollout that
 	// could not be applied must not look rolled out.
-	if s.claimed && s.release != nil {
-		statusResult, statusErr := r.reconcileStatus(ctx, s, err)
-		err = errors.Join(err, statusErr)
-		result = earliest(result, statusResult)
+	if s.claimed {
+		var observed ctrl.Result
+		observed, s.observeErr = r.observe(ctx, s)
+		result = earliest(result, observed)
 	}
-	r.setReconciliationSucceeded(s, err)
-	if wait := (*waiting)(nil); errors.As(err, &wait) {
-		// Reported once by its phase; retried without an error log. What
-		// status derived from the control plane's objects does not hide
-		// why a new control plane does not start.
-		setBlocked(s.hc, wait.reason, wait.message)
-		if wait.untilChanged {
-			return result, nil
-		}
-		return earliest(result, ctrl.Result{RequeueAfter: r.waits.When(req)}), nil
-	}
-	r.waits.Forget(req)
-	if err == nil {
-		result = earliest(result, r.releaseRecheck(s))
-	}
-	return result, err
+	return r.exit(req, s, result, s.failure())
 }
 
 // reconcileNormal runs the phases in order; each may stop the pass.
@@ -223,11 +174,33 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	for _, phase := range phases {
 		result, err := phase(ctx, s)
-		if err != nil || !result.IsZero() {
+		if err != nil || !result.IsZero() || s.stopped() {
 			return result, err
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// exit decides from what the pass found when the next one runs, and
+// whether the pass fails. A refusal is looked at again only now and then; a
+// pass that waits on the HostedCluster's user is retried with waitBackoff's
+// delays (or only on a change), without an error log: its condition says
+// what to do, once. Otherwise the pass's error is returned, and a pass that
+// succeeded looks at the release tag again later.
+func (r *Reconciler) exit(req ctrl.Request, s *scope, result ctrl.Result, err error) (ctrl.Result, error) {
+	switch {
+	case s.refusal != nil:
+		return ctrl.Result{RequeueAfter: refusalRecheck}, nil
+	case s.blocked != nil && s.blocked.wait == waitsForChange:
+		return result, nil
+	case s.blocked != nil && s.blocked.wait == waitsOnUser:
+		return earliest(result, ctrl.Result{RequeueAfter: r.waits.When(req)}), nil
+	}
+	r.waits.Forget(req)
+	if err == nil {
+		result = earliest(result, r.releaseRecheck(s))
+	}
+	return result, err
 }
 
 // patchStatus writes the status when, and only when, it changed. It is an

@@ -85,7 +85,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// forgetReports drops what reportOnChange remembers of hc, whatever the
+// forgetReports drops what reportCondition remembers of hc, whatever the
 // condition.
 func (r *Reconciler) forgetReports(hc *hyperv1.HostedCluster) {
 	prefix := string(hc.UID) + "/"

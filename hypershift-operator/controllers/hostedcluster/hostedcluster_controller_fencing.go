@@ -14,12 +14,11 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/conditions"
 )
 
-// LeaderFencing is the condition type that says whether the API server
-// refuses writes by control-plane-operator pods that do not hold the Lease.
-const LeaderFencing = "LeaderFencing"
+// LeaderFencing is hyperv1.LeaderFencing, kept here for those that name it
+// from this package.
+const LeaderFencing = hyperv1.LeaderFencing
 
 // Fencing says whether the HO binds the fencing policy to control-plane
 // namespaces (see render.FencingPolicy).
@@ -35,15 +34,14 @@ type Fencing struct {
 func (f Fencing) Active() bool { return f.Enabled && f.Unavailable == "" }
 
 // reconcileFencing applies the policy and this namespace's binding, or
-// removes the binding when fencing is off, and reports which in status.
+// removes the binding when fencing is off, and records which (s.fence).
 func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.Inputs) error {
-	hc := in.HostedCluster
 	switch {
 	case !r.Fencing.Enabled:
-		conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "Disabled", "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder")
-		return r.deleteFencingBindings(ctx, in.Namespace(), render.ClusterKey(hc))
+		s.fence = &finding{metav1.ConditionFalse, hyperv1.FencingDisabledReason, "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder"}
+		return r.deleteFencingBindings(ctx, in.Namespace(), render.ClusterKey(in.HostedCluster))
 	case r.Fencing.Unavailable != "":
-		conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "Unsupported", r.Fencing.Unavailable)
+		s.fence = &finding{metav1.ConditionFalse, hyperv1.FencingUnsupportedReason, r.Fencing.Unavailable}
 		return nil
 	}
 	// The binding's param exists before the binding and before any CPO
@@ -60,9 +58,8 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 	}
 	if missing, err := r.missingFencingObjects(ctx); err != nil || missing != "" {
 		if missing != "" {
-			conditions.Set(&hc.Status.Conditions, hc.Generation, LeaderFencing, metav1.ConditionFalse, "FencingPolicyMissing",
-				"The API server does not fence control-plane-operator writes: "+missing+" does not exist (the hypershift-operator re-creates it)")
-			r.reportOnChange(ctx, s, LeaderFencing)
+			s.fence = &finding{metav1.ConditionFalse, hyperv1.FencingPolicyMissingReason,
+				"The API server does not fence control-plane-operator writes: " + missing + " does not exist (the hypershift-operator re-creates it)"}
 		}
 		return err
 	}

@@ -30,7 +30,7 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) (ctrl.Re
 	if _, err := r.applier().Apply(ctx, copied); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.hc.Status.KubeConfig = &hyperv1.LocalObjectReference{Name: copied.Name}
+	s.kubeconfig = copied.Name
 	return ctrl.Result{}, nil
 }
 

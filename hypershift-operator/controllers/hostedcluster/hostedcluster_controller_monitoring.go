@@ -14,18 +14,14 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
+// Monitoring and ServiceMonitorCRDMissingReason are hyperv1's names, kept
+// here for those that name them from this package.
 const (
-	// Monitoring is the condition type that says, while the HO runs with
-	// --enable-monitoring, whether the control-plane-operator's metrics are
-	// offered to a Prometheus Operator (its Service and ServiceMonitor).
-	Monitoring = "Monitoring"
-	// ServiceMonitorCRDMissingReason is the reason of Monitoring=False when
-	// the cluster has no ServiceMonitor CRD.
-	ServiceMonitorCRDMissingReason = "ServiceMonitorCRDMissing"
+	Monitoring                     = hyperv1.Monitoring
+	ServiceMonitorCRDMissingReason = hyperv1.ServiceMonitorCRDMissingReason
 )
 
 // monitoringRetry is how often a cluster without the ServiceMonitor CRD is
@@ -40,7 +36,7 @@ const monitoringRetry = 5 * time.Minute
 func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := render.Inputs{HostedCluster: s.hc}
 	if !r.EnableMonitoring {
-		meta.RemoveStatusCondition(&s.hc.Status.Conditions, Monitoring)
+		s.monitoringOff = true
 		return ctrl.Result{}, r.removeMonitoring(ctx, in)
 	}
 	apply := r.applier()
@@ -51,14 +47,13 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope) (ctrl.Re
 		if !meta.IsNoMatchError(err) {
 			return ctrl.Result{}, err
 		}
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, Monitoring, metav1.ConditionFalse, ServiceMonitorCRDMissingReason,
-			"The hypershift-operator runs with --enable-monitoring, but this cluster has no ServiceMonitor CRD ("+metricsserving.ServiceMonitorKind.GroupVersion().String()+
-				"): install the Prometheus Operator, or run the operator without the flag; the control-plane-operator's metrics are not scraped until then")
-		r.reportOnChange(ctx, s, Monitoring)
+		s.monitoring = &finding{metav1.ConditionFalse, hyperv1.ServiceMonitorCRDMissingReason,
+			"The hypershift-operator runs with --enable-monitoring, but this cluster has no ServiceMonitor CRD (" + metricsserving.ServiceMonitorKind.GroupVersion().String() +
+				"): install the Prometheus Operator, or run the operator without the flag; the control-plane-operator's metrics are not scraped until then"}
 		return ctrl.Result{RequeueAfter: monitoringRetry}, nil
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, Monitoring, metav1.ConditionTrue, "AsExpected",
-		"The control-plane-operator's metrics Service and ServiceMonitor are in place")
+	s.monitoring = &finding{metav1.ConditionTrue, hyperv1.AsExpectedReason,
+		"The control-plane-operator's metrics Service and ServiceMonitor are in place"}
 	return ctrl.Result{}, nil
 }
 

@@ -8,13 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
-	"github.com/hypershift-le/hypershift/support/conditions"
 )
 
 // refusalRecheck is how often a HostedCluster refused for a reason outside
@@ -22,33 +20,24 @@ import (
 // in case no watch event tells that the reason went away.
 const refusalRecheck = 5 * time.Minute
 
-// refusal stops a pass on input the HO will not act on until something
-// changes outside the pass: it sets ValidConfiguration=False, Available=False
-// and ReconciliationSucceeded=False with its reason, records one event when
-// it first appears, and is not retried with back-off.
-type refusal struct {
-	reason, message string
-}
-
-func (e *refusal) Error() string { return e.message }
-
 // reconcileNamespace claims the control-plane namespace for this
 // HostedCluster before anything is written into it. The claim is the
 // namespace's ClusterAnnotation, set in the request that creates it, so two
 // HostedClusters that map to one namespace cannot both win: the API server
 // creates it once. A namespace that names another HostedCluster, or none,
-// is refused and nothing is written into it.
+// is refused (refusal) and nothing is written into it.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns, created, err := r.claimNamespace(ctx, s)
 	if err != nil {
 		// A policy may forbid the namespace.
-		return ctrl.Result{}, r.refusedOr(ctx, s, err)
+		return ctrl.Result{}, refusedOr(s, err)
 	}
 	if owner := ns.Annotations[hyperv1.ClusterAnnotation]; owner != s.key() {
-		return ctrl.Result{}, &refusal{
+		s.refusal = &refusal{
 			reason:  hyperv1.ControlPlaneNamespaceConflictReason,
 			message: hyperv1.ControlPlaneNamespaceConflictMessage(s.key(), s.namespace, owner),
 		}
+		return ctrl.Result{}, nil
 	}
 	if !ns.DeletionTimestamp.IsZero() {
 		return r.awaitNamespaceGone(ctx, s)
@@ -64,6 +53,12 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
+// namespaceDeletingMessage is Available's message while someone else
+// deletes the control-plane namespace.
+func namespaceDeletingMessage(s *scope) string {
+	return "Control-plane namespace " + s.namespace + " is being deleted; the control plane will be built again once it is gone"
+}
+
 // namespaceGonePoll is how often a deleted control-plane namespace is looked
 // at while the namespace controller empties it.
 const namespaceGonePoll = 2 * time.Second
@@ -73,13 +68,11 @@ const namespaceGonePoll = 2 * time.Second
 // HostedControlPlane whose CPO went with the namespace cannot be finalized
 // by it: once no CPO holds the Lease, the HO lets it go.
 func (r *Reconciler) awaitNamespaceGone(ctx context.Context, s *scope) (ctrl.Result, error) {
-	message := "Control-plane namespace " + s.namespace + " is being deleted; the control plane will be built again once it is gone"
+	s.namespaceDeleting = true
 	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.Available)
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.Available, metav1.ConditionFalse, "ControlPlaneNamespaceDeleting", message)
-	if before == nil || before.Reason != "ControlPlaneNamespaceDeleting" {
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, "ControlPlaneNamespaceDeleting", "Reconcile", "%s", message)
+	if before == nil || before.Reason != hyperv1.ControlPlaneNamespaceDeletingReason {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.ControlPlaneNamespaceDeletingReason, "Reconcile", "%s", namespaceDeletingMessage(s))
 	}
-	s.hc.Status.ControlPlaneOperator = nil
 	if err := r.releaseHostedControlPlane(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -154,15 +147,4 @@ func (r *Reconciler) ownsNamespace(ctx context.Context, s *scope) (bool, error) 
 		return false, fmt.Errorf("failed to get namespace %s: %w", s.namespace, err)
 	}
 	return ns.Annotations[hyperv1.ClusterAnnotation] == s.key(), nil
-}
-
-// refuse reports a refusal in status, and in an event when it is new.
-func (r *Reconciler) refuse(ctx context.Context, s *scope, refused *refusal) ctrl.Result {
-	hc := s.hc
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidConfiguration, metav1.ConditionFalse, refused.reason, refused.message)
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, refused.reason, refused.message)
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, refused.reason, refused.message)
-	hc.Status.ControlPlaneOperator = nil
-	r.reportOnChange(ctx, s, hyperv1.ValidConfiguration)
-	return ctrl.Result{RequeueAfter: refusalRecheck}
 }

@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileNodePort(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		message := hyperv1.NodePortConflictMessage(port, other.Namespace+"/"+other.Name)
-		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.NodePortConflictReason, message, &waiting{err: errors.New(message)})
+		return ctrl.Result{}, s.block(hyperv1.ValidConfiguration, hyperv1.NodePortConflictReason, message, waitsOnUser, errors.New(message))
 	}
 	return ctrl.Result{}, nil
 }

@@ -2,16 +2,12 @@ package hostedcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +18,6 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
-	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/config"
 )
 
@@ -32,80 +27,6 @@ const ControlPlaneOperatorImageTag = "hypershift"
 // ClusterAPIImageTag is the release payload's tag for the cluster-api
 // manager image (platform Pod).
 const ClusterAPIImageTag = "cluster-api"
-
-// block reports a phase that stops the pass: conditionType False with
-// reason and message, Available and Progressing too while the control
-// plane has not run (setBlocked), and the change once (reportOnChange). It
-// returns err; a waiting err learns the reason and message, for Reconcile.
-func (r *Reconciler) block(ctx context.Context, s *scope, conditionType, reason, message string, err error) error {
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, conditionType, metav1.ConditionFalse, reason, message)
-	setBlocked(s.hc, reason, message)
-	r.reportOnChange(ctx, s, conditionType)
-	if wait := (*waiting)(nil); errors.As(err, &wait) {
-		wait.reason, wait.message = reason, message
-	}
-	return err
-}
-
-// reportOnChange records a Warning event, and logs at info level, the
-// reason and message of the False condition conditionType when they differ
-// from what the pass started with (reportCondition).
-func (r *Reconciler) reportOnChange(ctx context.Context, s *scope, conditionType string) {
-	r.reportCondition(ctx, s, conditionType, metav1.ConditionFalse)
-}
-
-// reportCondition records a Warning event, and logs at info level, the
-// reason and message of condition conditionType when it has status and
-// they differ from what the pass started with: once per change, not once
-// per retry. A pass that starts from the same cached copy as the pass that
-// reported (the cache has not caught up with that pass's status yet) does
-// not report again. The report is made once the status that shows it is
-// written (patchStatus): a pass whose status write is refused (a conflict
-// with a concurrent change) reports nothing, and the pass that writes it
-// does.
-func (r *Reconciler) reportCondition(ctx context.Context, s *scope, conditionType string, status metav1.ConditionStatus) {
-	now := meta.FindStatusCondition(s.hc.Status.Conditions, conditionType)
-	if now == nil || now.Status != status {
-		return
-	}
-	if before := meta.FindStatusCondition(s.original.Status.Conditions, conditionType); before != nil &&
-		before.Status == now.Status && before.Reason == now.Reason && before.Message == now.Message {
-		return
-	}
-	reason, message := now.Reason, now.Message
-	r.reportOnce(s, conditionType, reason+"\x00"+message, func() {
-		ctrl.LoggerFrom(ctx).Info(conditionType+" is "+string(status)+": "+message, "reason", reason)
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
-	})
-}
-
-// reportOnce queues report, made once the pass's status is written, unless
-// this process already queued the same what under key from the same
-// starting copy of the HostedCluster.
-func (r *Reconciler) reportOnce(s *scope, key, what string, report func()) {
-	key, what = string(s.hc.UID)+"/"+key, what+"\x00"+s.original.ResourceVersion
-	if last, ok := r.reported.Swap(key, what); ok && last == what {
-		return
-	}
-	s.reports = append(s.reports, report)
-}
-
-// waiting is the error of a phase that waits on the HostedCluster's user
-// (a pull secret to create, a release tag to push, credentials to fix),
-// not a failure of the operator: its condition says what to do, and
-// reportOnChange has told it once. The pass is retried with waitBackoff's
-// delays, and nothing is logged as an error.
-type waiting struct {
-	// reason and message are what Available says while the control plane
-	// has not run yet (set by block).
-	reason, message string
-	err             error
-	// untilChanged is set when only a change can help: no retry.
-	untilChanged bool
-}
-
-func (w *waiting) Error() string { return w.err.Error() }
-func (w *waiting) Unwrap() error { return w.err }
 
 // waitBackoff spaces the passes of HostedClusters that wait on their
 // user: the next pass comes as long after this one as the wait has lasted
@@ -133,19 +54,6 @@ func (b *waitBackoff) When(req reconcile.Request) time.Duration {
 
 // Forget ends req's wait.
 func (b *waitBackoff) Forget(req reconcile.Request) { b.since.Delete(req) }
-
-// setBlocked reports, on a HostedCluster whose control plane does not
-// run yet (Available is not True), why it cannot start: Available and
-// Progressing False with the failing phase's reason and message, so that
-// `kubectl get hc` shows it. A control plane that is Available keeps
-// running and keeps its condition; ReconciliationSucceeded says what failed.
-func setBlocked(hc *hyperv1.HostedCluster, reason, message string) {
-	if meta.IsStatusConditionTrue(hc.Status.Conditions, hyperv1.Available) {
-		return
-	}
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Available, metav1.ConditionFalse, reason, message)
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.Progressing, metav1.ConditionFalse, reason, message)
-}
 
 // upperFirst starts a message with a capital, as condition messages do.
 func upperFirst(s string) string {
@@ -178,11 +86,11 @@ func clusterAPIImage(s *scope) string {
 }
 
 // reconcileControlPlane applies, in order, every object of the control
-// plane. Inputs that cannot render (no CPO image) set
-// ValidConfiguration=False and are not retried until something changes; an
-// object the API server refuses (apply.Refused) sets it False with the API
+// plane. Inputs that cannot render (no CPO image) block the pass on
+// ValidConfiguration and are not retried until something changes; an
+// object the API server refuses (apply.Refused) blocks it with the API
 // server's words, and is retried with waitBackoff's delays. Once every
-// object is applied, reconcileStatus sets ValidConfiguration from what the
+// object is applied, ValidConfiguration follows what the
 // control-plane-operator reports (setValidConfiguration).
 func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := render.Inputs{
@@ -199,7 +107,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	if err := in.Validate(); err != nil {
 		// Only a change of the HostedCluster (which starts a pass) or of
 		// the operator's flags can fix it: no retry.
-		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, "InvalidConfiguration", upperFirst(err.Error()), &waiting{err: err, untilChanged: true})
+		return ctrl.Result{}, s.block(hyperv1.ValidConfiguration, hyperv1.InvalidConfigurationReason, upperFirst(err.Error()), waitsForChange, err)
 	}
 
 	// The manager's client reads Secrets past its cache (ClientOptions)
@@ -216,7 +124,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	} {
 		sent, err := applier.Apply(ctx, obj)
 		if err != nil {
-			return ctrl.Result{}, r.refusedOr(ctx, s, err)
+			return ctrl.Result{}, refusedOr(s, err)
 		}
 		if _, ok := obj.(*hyperv1.HostedControlPlane); ok {
 			s.specSent = sent
@@ -227,13 +135,13 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if _, err := applier.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {
-		return ctrl.Result{}, r.refusedOr(ctx, s, err)
+		return ctrl.Result{}, refusedOr(s, err)
 	}
 	// Platform Pod: the machines' manager and its Cluster, once the CPO,
 	// which issues its webhook certificate and runs the machines, is there.
 	for _, obj := range render.ClusterAPIObjects(in) {
 		if _, err := applier.Apply(ctx, obj); err != nil {
-			return ctrl.Result{}, r.refusedOr(ctx, s, err)
+			return ctrl.Result{}, refusedOr(s, err)
 		}
 	}
 	s.applied = true
@@ -244,12 +152,11 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 // (RefusedByAPIServer, in the API server's words) when it is a refusal of
 // an object rendered from the spec: the HostedCluster then waits on its
 // user, with one event per change and no error log.
-func (r *Reconciler) refusedOr(ctx context.Context, s *scope, err error) error {
+func refusedOr(s *scope, err error) error {
 	if !apply.Refused(err) {
 		return err
 	}
-	message := apply.Refusal(err)
-	return r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.RefusedByAPIServerReason, message, &waiting{err: err})
+	return s.block(hyperv1.ValidConfiguration, hyperv1.RefusedByAPIServerReason, apply.Refusal(err), waitsOnUser, err)
 }
 
 // applyPausedUntil makes the HostedControlPlane's spec.pausedUntil match
@@ -298,25 +205,15 @@ func (r *Reconciler) paused(s *scope) (bool, time.Time) {
 // reconcilePaused only passes the pause on to the HostedControlPlane and
 // says so in status; it wakes up when the pause ends.
 func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, until time.Time) (ctrl.Result, error) {
-	message := "Reconciliation is paused until spec.pausedUntil is removed"
+	s.pauseMessage = "Reconciliation is paused until spec.pausedUntil is removed"
 	result := ctrl.Result{}
 	if !until.IsZero() {
-		message = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
+		s.pauseMessage = "Reconciliation is paused until " + until.UTC().Format(time.RFC3339)
 		result.RequeueAfter = until.Sub(r.now())
 	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionFalse, "ReconciliationPaused", message)
 	// Even a paused cluster writes into its namespace only if it is its own.
 	if owned, err := r.ownsNamespace(ctx, s); err != nil || !owned {
 		return result, err
 	}
 	return result, r.applyPausedUntil(ctx, s)
-}
-
-func (r *Reconciler) setReconciliationSucceeded(s *scope, err error) {
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationActive, metav1.ConditionTrue, "AsExpected", "Reconciliation is active")
-	if err != nil {
-		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, "ReconciliationError", err.Error())
-		return
-	}
-	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, "ReconciliationSucceeded", "Reconciliation completed successfully")
 }

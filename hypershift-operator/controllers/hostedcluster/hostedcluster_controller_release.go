@@ -7,12 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -26,36 +24,35 @@ const DefaultReleaseRecheckInterval = 10 * time.Minute
 const ReleaseImagePinnedReason = "ReleaseImagePinned"
 
 // reconcileRelease reads the pull secret and the release payload, and pins
-// the payload the control plane runs (pinRelease). A failure sets
-// ValidConfiguration or ValidReleaseImage and stops the pass before
-// anything is applied: what already runs keeps running. A missing pull
-// secret, a release tag that does not exist, credentials the registry
-// refuses and a payload that is not a release wait on the user (waiting).
+// the payload the control plane runs (pinRelease). A failure blocks the
+// pass on ValidConfiguration or ValidReleaseImage before anything is
+// applied: what already runs keeps running. A missing pull secret, a
+// release tag that does not exist, credentials the registry refuses and a
+// payload that is not a release wait on the user (waitsOnUser).
 func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hc := s.hc
-	pullSecret, err := r.pullSecret(ctx, hc)
+	pullSecret, wait, err := r.pullSecret(ctx, hc)
 	if err != nil {
-		return ctrl.Result{}, r.block(ctx, s, hyperv1.ValidConfiguration, hyperv1.PullSecretUnavailableReason, err.Error(), err)
+		return ctrl.Result{}, s.block(hyperv1.ValidConfiguration, hyperv1.PullSecretUnavailableReason, err.Error(), wait, err)
 	}
 	// What the spec names now: on a tag, one HEAD request; the payload
 	// itself is read once per digest.
 	current, err := r.Releases.Lookup(ctx, hc.Spec.Release.Image, pullSecret)
 	if err != nil {
-		return ctrl.Result{}, r.blockRelease(ctx, s, err)
+		return ctrl.Result{}, blockRelease(s, err)
 	}
 	pin := pinRelease(hc, current.Digest)
 	release := current
 	if pin.moved {
 		if release, err = r.Releases.Lookup(ctx, pin.image, pullSecret); err != nil {
-			return ctrl.Result{}, r.blockRelease(ctx, s, fmt.Errorf("%w; the tag now names %s: %s", err, current.Digest, acceptHint(hc, current.Digest)))
+			return ctrl.Result{}, blockRelease(s, fmt.Errorf("%w; the tag now names %s: %s", err, current.Digest, acceptHint(hc, current.Digest)))
 		}
 	}
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ValidReleaseImage, metav1.ConditionTrue, "AsExpected", "Release image "+hc.Spec.Release.Image+" is valid: version "+release.Version)
-	r.setTagMoved(ctx, s, pin, current.Digest)
 	s.release = release
 	s.releaseImage = pin.image
+	s.pin, s.digest = pin, current.Digest
 	s.pullSecret = pullSecret
-	if err := r.recordPin(ctx, s, pin.image, release.Version); err != nil {
+	if err := r.recordPin(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -90,34 +87,24 @@ func pinRelease(hc *hyperv1.HostedCluster, digest string) pinned {
 	return pinned{image: version.Desired.Image, moved: true}
 }
 
-// recordPin records the payload the control plane is pinned to and the
-// spec it was pinned from, and writes a new pin to the status at once,
-// before anything is applied with it: a pin only the HostedControlPlane
-// knew would be lost to a status write that fails at the end of the pass
-// (a conflict with a user's edit), and the next pass would pin the tag
-// again, to whatever it names by then. A new pin is reported with a
-// Normal event once the status shows it.
-func (r *Reconciler) recordPin(ctx context.Context, s *scope, image, version string) error {
-	if s.hc.Status.Version == nil {
-		s.hc.Status.Version = &hyperv1.ClusterVersionStatus{}
-	}
-	v := s.hc.Status.Version
-	v.Desired.Image, v.Desired.Version, v.RequestedImage = image, version, s.hc.Spec.Release.Image
-	if before := s.original.Status.Version; before != nil && before.Desired.Image == image && before.RequestedImage == v.RequestedImage {
+// recordPin writes a new pin to the status at once, before anything is
+// applied with it: a pin only the HostedControlPlane knew would be lost to
+// a status write that fails at the end of the pass (a conflict with a
+// user's edit), and the next pass would pin the tag again, to whatever it
+// names by then. This write shows what the pass found of the release
+// (setRelease), nothing more. A new pin is reported with a Normal event
+// once the status shows it.
+func (r *Reconciler) recordPin(ctx context.Context, s *scope) error {
+	image, version := s.releaseImage, s.release.Version
+	if before := s.original.Status.Version; before != nil && before.Desired.Image == image && before.RequestedImage == s.hc.Spec.Release.Image {
 		return nil
 	}
-	newImage := s.original.Status.Version == nil || s.original.Status.Version.Desired.Image != image
-	if newImage {
-		// The status written now must not say more than is true now: the
-		// new payload is what the cluster rolls out to, and nothing runs it
-		// yet.
-		r.setVersion(s, nil, nil, nil)
-	}
+	r.setRelease(s)
 	if err := r.Client.Status().Update(ctx, s.hc); err != nil {
 		return fmt.Errorf("failed to record the release pin %s in the status (nothing was applied with it): %w", image, err)
 	}
 	s.written = s.hc.Status.DeepCopy()
-	if !newImage {
+	if !s.newPin() {
 		return nil
 	}
 	spec := s.hc.Spec.Release.Image
@@ -128,24 +115,11 @@ func (r *Reconciler) recordPin(ctx context.Context, s *scope, image, version str
 	return nil
 }
 
-// setTagMoved sets ReleaseImageTagMoved, True while the spec's tag names
-// another payload than the pinned one, with one Warning event per move.
-func (r *Reconciler) setTagMoved(ctx context.Context, s *scope, pin pinned, digest string) {
-	hc := s.hc
-	spec := hc.Spec.Release.Image
-	switch {
-	case pin.moved:
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionTrue, hyperv1.ReleaseImageTagMoved,
-			fmt.Sprintf("Release image %s now names payload %s, not the pinned %s: the control plane keeps running %s; %s",
-				spec, digest, releaseinfo.DigestOf(pin.image), pin.image, acceptHint(hc, digest)))
-		r.reportCondition(ctx, s, hyperv1.ReleaseImageTagMoved, metav1.ConditionTrue)
-	case releaseinfo.HasDigest(spec):
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionFalse, "PinnedBySpec",
-			"Release image "+spec+" names a digest: it cannot move")
-	default:
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hyperv1.ReleaseImageTagMoved, metav1.ConditionFalse, "AsExpected",
-			"Release image "+spec+" names the pinned payload "+digest)
-	}
+// newPin reports whether the pass pinned a payload the status did not
+// show when it started.
+func (s *scope) newPin() bool {
+	before := s.original.Status.Version
+	return s.release != nil && (before == nil || before.Desired.Image != s.releaseImage)
 }
 
 // acceptHint says how to roll out the payload the tag names now.
@@ -155,15 +129,16 @@ func acceptHint(hc *hyperv1.HostedCluster, digest string) string {
 }
 
 // blockRelease stops the pass on a payload that cannot be read.
-func (r *Reconciler) blockRelease(ctx context.Context, s *scope, err error) error {
+func blockRelease(s *scope, err error) error {
 	reason := releaseinfo.Reason(err)
+	wait := notWaiting
 	switch reason {
 	case hyperv1.ReleaseImageNotFoundReason, hyperv1.ReleaseImageUnauthorizedReason, hyperv1.ReleaseImageMalformedReason:
-		err = &waiting{err: err}
+		wait = waitsOnUser
 	}
 	// The error names the image already: one sentence, no repeated
 	// prefix.
-	return r.block(ctx, s, hyperv1.ValidReleaseImage, reason, upperFirst(err.Error()), err)
+	return s.block(hyperv1.ValidReleaseImage, reason, upperFirst(err.Error()), wait, err)
 }
 
 // releaseRecheck is when to look at a tag again: a spec that names a digest
@@ -179,19 +154,20 @@ func (r *Reconciler) releaseRecheck(s *scope) ctrl.Result {
 }
 
 // pullSecret returns the .dockerconfigjson of the HostedCluster's pull
-// secret, read past the cache: the HO does not cache every Secret.
-func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) ([]byte, error) {
+// secret, read past the cache: the HO does not cache every Secret. A
+// pull secret that is missing, or has no such key, waits on the user.
+func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) ([]byte, waitKind, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &waiting{err: fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)}
+			return nil, waitsOnUser, fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)
 		}
-		return nil, fmt.Errorf("failed to get pull secret %s: %w", key, err)
+		return nil, notWaiting, fmt.Errorf("failed to get pull secret %s: %w", key, err)
 	}
 	data, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
-		return nil, &waiting{err: fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)}
+		return nil, waitsOnUser, fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)
 	}
-	return data, nil
+	return data, notWaiting, nil
 }

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 )
 
@@ -45,7 +44,7 @@ func (r *Reconciler) releaseAfter(ctx context.Context, hc *hyperv1.HostedCluster
 // by probing the API server) is True, and the fencing policy and this
 // namespace's binding exist.
 func (r *Reconciler) fenced(ctx context.Context, hc *hyperv1.HostedCluster, namespace string) (bool, error) {
-	if !r.Fencing || !meta.IsStatusConditionPresentAndEqual(hc.Status.Conditions, hostedcluster.LeaderFencing, metav1.ConditionTrue) {
+	if !r.Fencing || !meta.IsStatusConditionPresentAndEqual(hc.Status.Conditions, hyperv1.LeaderFencing, metav1.ConditionTrue) {
 		return false, nil
 	}
 	for _, obj := range []client.Object{

@@ -19,15 +19,12 @@ import (
 	"github.com/hypershift-le/hypershift/support/apply"
 )
 
-// Reasons of the conditions of a pool of platform Pod.
+// Reasons of the conditions of a pool of platform Pod: hyperv1's, kept
+// here for those that name them from this package.
 const (
-	// PlatformMismatchReason: the pool's platform is Pod, its
-	// HostedCluster's is not.
-	PlatformMismatchReason = "PlatformNotSupportedByCluster"
-	// MachinesNotReadyReason: some machines are not ready.
-	MachinesNotReadyReason = "MachinesNotReady"
-	// RollingOutReason: machines of an earlier config are being replaced.
-	RollingOutReason = "RollingOut"
+	PlatformMismatchReason = hyperv1.PlatformMismatchReason
+	MachinesNotReadyReason = hyperv1.MachinesNotReadyReason
+	RollingOutReason       = hyperv1.RollingOutReason
 )
 
 // checkPlatform says whether the HostedCluster runs machines of the pool's
@@ -36,8 +33,8 @@ func checkPlatform(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, set func(str
 	if np.Spec.Platform.Type == hyperv1.PodPlatform && hc.Spec.Platform.Type != hyperv1.PodPlatform {
 		message := fmt.Sprintf("HostedCluster %s/%s is of platform %s, which runs no machines: create the pool with platform None (you bring the machines), or for a HostedCluster of platform Pod",
 			hc.Namespace, hc.Name, hc.Spec.Platform.Type)
-		set(hyperv1.ValidPlatformConfig, metav1.ConditionFalse, PlatformMismatchReason, message)
-		set(hyperv1.Ready, metav1.ConditionFalse, PlatformMismatchReason, message)
+		set(hyperv1.ValidPlatformConfig, metav1.ConditionFalse, hyperv1.PlatformMismatchReason, message)
+		set(hyperv1.Ready, metav1.ConditionFalse, hyperv1.PlatformMismatchReason, message)
 		return false
 	}
 	set(hyperv1.ValidPlatformConfig, metav1.ConditionTrue, hyperv1.AsExpectedReason, "Platform "+string(np.Spec.Platform.Type)+" is supported by the HostedCluster")
@@ -105,7 +102,7 @@ func (r *Reconciler) reportMachines(np *hyperv1.NodePool, in machineInputs, sets
 	slices.Sort(notReady)
 	switch {
 	case len(notReady) > 0:
-		set(hyperv1.AllMachinesReady, metav1.ConditionFalse, MachinesNotReadyReason, fmt.Sprintf("%d of %d machines are not ready: %s", len(notReady), len(machines), names(notReady)))
+		set(hyperv1.AllMachinesReady, metav1.ConditionFalse, hyperv1.MachinesNotReadyReason, fmt.Sprintf("%d of %d machines are not ready: %s", len(notReady), len(machines), names(notReady)))
 	default:
 		set(hyperv1.AllMachinesReady, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("All %d machines are ready", len(machines)))
 	}
@@ -134,10 +131,10 @@ func (r *Reconciler) reportMachines(np *hyperv1.NodePool, in machineInputs, sets
 		}
 		set(hyperv1.UpdatingVersion, metav1.ConditionFalse, hyperv1.AsExpectedReason, "The machines run the pool's release")
 	case np.Status.Version != release.version:
-		set(hyperv1.UpdatingVersion, metav1.ConditionTrue, RollingOutReason,
+		set(hyperv1.UpdatingVersion, metav1.ConditionTrue, hyperv1.RollingOutReason,
 			fmt.Sprintf("Updating from %s to %s: %d of %d machines run it", np.Status.Version, release.version, upToDate, len(machines)))
 	default:
-		set(hyperv1.UpdatingVersion, metav1.ConditionFalse, RollingOutReason,
+		set(hyperv1.UpdatingVersion, metav1.ConditionFalse, hyperv1.RollingOutReason,
 			fmt.Sprintf("Replacing machines of an earlier configuration of release %s: %d of %d up to date", release.version, upToDate, len(machines)))
 	}
 }

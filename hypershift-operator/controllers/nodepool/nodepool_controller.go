@@ -51,13 +51,12 @@ const FieldOwner = "hypershift-operator"
 // it), so a machine that read it just before the rotation still joins.
 const TokenTTL = 24 * time.Hour
 
-// Reasons of the NodePool's conditions.
+// Reasons of the NodePool's conditions: hyperv1's, kept here for those
+// that name them from this package.
 const (
-	HostedClusterNotFoundReason  = "HostedClusterNotFound"
-	WaitingForControlPlaneReason = "WaitingForControlPlane"
-	// InvalidNetworkReason: the HostedCluster's networks give no DNS
-	// address for the pool's kubelets.
-	InvalidNetworkReason = "InvalidNetwork"
+	HostedClusterNotFoundReason  = hyperv1.HostedClusterNotFoundReason
+	WaitingForControlPlaneReason = hyperv1.WaitingForControlPlaneReason
+	InvalidNetworkReason         = hyperv1.InvalidNetworkReason
 )
 
 // MaxConcurrentReconciles is how many NodePools are reconciled at once.
@@ -188,8 +187,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 		r.hosted.forget(types.NamespacedName{Namespace: np.Namespace, Name: np.Spec.ClusterName})
 		message := fmt.Sprintf("HostedCluster %s/%s does not exist: create it (hypershift create cluster none %s -n %s), or create the NodePool for an existing cluster",
 			np.Namespace, np.Spec.ClusterName, np.Spec.ClusterName, np.Namespace)
-		set(hyperv1.ValidHostedCluster, metav1.ConditionFalse, HostedClusterNotFoundReason, message)
-		set(hyperv1.Ready, metav1.ConditionFalse, HostedClusterNotFoundReason, message)
+		set(hyperv1.ValidHostedCluster, metav1.ConditionFalse, hyperv1.HostedClusterNotFoundReason, message)
+		set(hyperv1.Ready, metav1.ConditionFalse, hyperv1.HostedClusterNotFoundReason, message)
 		return ctrl.Result{}, nil
 	}
 	set(hyperv1.ValidHostedCluster, metav1.ConditionTrue, hyperv1.AsExpectedReason, "HostedCluster "+hc.Namespace+"/"+hc.Name+" exists")
@@ -217,7 +216,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	}
 
 	waiting := func(message string) (ctrl.Result, error) {
-		set(hyperv1.Ready, metav1.ConditionFalse, WaitingForControlPlaneReason, message)
+		set(hyperv1.Ready, metav1.ConditionFalse, hyperv1.WaitingForControlPlaneReason, message)
 		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
 	}
 	if !hc.DeletionTimestamp.IsZero() {
@@ -232,7 +231,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, np *hyperv1.NodePool, 
 	}
 	kubelet, err := kubeletConfig(hc)
 	if err != nil {
-		set(hyperv1.Ready, metav1.ConditionFalse, InvalidNetworkReason, "The pool's kubelet configuration cannot be made: "+err.Error())
+		set(hyperv1.Ready, metav1.ConditionFalse, hyperv1.InvalidNetworkReason, "The pool's kubelet configuration cannot be made: "+err.Error())
 		return ctrl.Result{}, nil // the HostedCluster's next change starts the next pass
 	}
 	token, renewAt, err := r.reconcileToken(ctx, np, cpNamespace, configHash(np, kubelet))
@@ -408,7 +407,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 				what = "removed (not drained: their HostedCluster is being deleted)"
 			}
 			message := fmt.Sprintf("Deleting: waiting for %d machines to be %s: %s", len(left), what, names(left))
-			conditions.Set(&np.Status.Conditions, np.Generation, hyperv1.Ready, metav1.ConditionFalse, DeletingReason, message)
+			conditions.Set(&np.Status.Conditions, np.Generation, hyperv1.Ready, metav1.ConditionFalse, hyperv1.NodePoolDeletingReason, message)
 			return ctrl.Result{RequeueAfter: NodesPollWaiting}, nil
 		}
 	}
@@ -421,5 +420,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, np *hyperv1.NodePool, 
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, np, patch))
 }
 
-// DeletingReason says the pool is being deleted and waits for its machines.
-const DeletingReason = "Deleting"
+// DeletingReason is hyperv1.NodePoolDeletingReason, kept here for those
+// that name it from this package.
+const DeletingReason = hyperv1.NodePoolDeletingReason

@@ -26,11 +26,12 @@ const (
 	NodesPollReady   = 30 * time.Second
 )
 
-// Reasons of Ready and AllNodesHealthy.
+// Reasons of Ready and AllNodesHealthy (hyperv1's, kept here for those
+// that name them from this package), and how the hosted cluster is asked.
 const (
-	WaitingForNodesReason   = "WaitingForNodes"
-	NodeNotReadyReason      = "NodeNotReady"
-	HostedAPIUnreachable    = "HostedAPIUnreachable"
+	WaitingForNodesReason   = hyperv1.WaitingForNodesReason
+	NodeNotReadyReason      = hyperv1.NodeNotReadyReason
+	HostedAPIUnreachable    = hyperv1.HostedAPIUnreachableReason
 	hostedRequestTimeout    = 10 * time.Second
 	maxNodesNamedInMessages = 5
 )
@@ -87,8 +88,8 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, h
 	}
 	if err != nil {
 		message := fmt.Sprintf("The pool's nodes cannot be listed in the hosted cluster: %v", err)
-		set(hyperv1.AllNodesHealthy, metav1.ConditionUnknown, HostedAPIUnreachable, message)
-		set(hyperv1.Ready, metav1.ConditionFalse, HostedAPIUnreachable, message+"; "+join)
+		set(hyperv1.AllNodesHealthy, metav1.ConditionUnknown, hyperv1.HostedAPIUnreachableReason, message)
+		set(hyperv1.Ready, metav1.ConditionFalse, hyperv1.HostedAPIUnreachableReason, message+"; "+join)
 		return NodesPollWaiting, nil
 	}
 	var propagateErrs []error
@@ -110,7 +111,7 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, h
 	np.Status.Replicas = int32(len(nodes.Items))
 	switch {
 	case len(notReady) > 0:
-		set(hyperv1.AllNodesHealthy, metav1.ConditionFalse, NodeNotReadyReason, fmt.Sprintf("%d of %d nodes are not ready: %s", len(notReady), len(nodes.Items), names(notReady)))
+		set(hyperv1.AllNodesHealthy, metav1.ConditionFalse, hyperv1.NodeNotReadyReason, fmt.Sprintf("%d of %d nodes are not ready: %s", len(notReady), len(nodes.Items), names(notReady)))
 	case len(nodes.Items) == 0:
 		set(hyperv1.AllNodesHealthy, metav1.ConditionTrue, hyperv1.AsExpectedReason, "The pool has no nodes")
 	default:
@@ -121,7 +122,7 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, np *hyperv1.NodePool, h
 		want = *np.Spec.Replicas
 	}
 	if ready < want {
-		set(hyperv1.Ready, metav1.ConditionFalse, WaitingForNodesReason, fmt.Sprintf("%d of %d nodes joined and ready; %s", ready, want, join))
+		set(hyperv1.Ready, metav1.ConditionFalse, hyperv1.WaitingForNodesReason, fmt.Sprintf("%d of %d nodes joined and ready; %s", ready, want, join))
 		return NodesPollWaiting, errors.Join(propagateErrs...)
 	}
 	set(hyperv1.Ready, metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("%d of %d nodes ready; %s", ready, want, join))

@@ -19,15 +19,15 @@ import (
 // HostedCluster, as HyperShift allows (N-3); never newer.
 const MaxMinorSkew = 3
 
-// Reasons of SupportedVersionSkew=False and Unknown.
+// Reasons of SupportedVersionSkew=False and Unknown, and of
+// ValidReleaseImage=False for a pool of platform Pod: hyperv1's, kept here
+// for those that name them from this package.
 const (
-	NodePoolNewerReason     = "NodePoolVersionNewerThanCluster"
-	NodePoolTooOldReason    = "NodePoolVersionTooOld"
-	ClusterVersionUnknown   = "ClusterVersionUnknown"
-	UnparsableVersionReason = "UnparsableVersion"
-	// NoMachineImageReason: the payload of a pool of platform Pod names no
-	// machine (or pause) image.
-	NoMachineImageReason = "NoMachineImage"
+	NodePoolNewerReason     = hyperv1.NodePoolNewerReason
+	NodePoolTooOldReason    = hyperv1.NodePoolTooOldReason
+	ClusterVersionUnknown   = hyperv1.ClusterVersionUnknownReason
+	UnparsableVersionReason = hyperv1.UnparsableVersionReason
+	NoMachineImageReason    = hyperv1.NoMachineImageReason
 )
 
 // releaseCheck is what the pool's release says of it.
@@ -108,7 +108,7 @@ func (r *Reconciler) judgeSkew(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, 
 	if np.Spec.Platform.Type == hyperv1.PodPlatform {
 		for _, tag := range []string{MachineImageTag, SandboxImageTag} {
 			if images[tag] == "" {
-				set(hyperv1.ValidReleaseImage, metav1.ConditionFalse, NoMachineImageReason,
+				set(hyperv1.ValidReleaseImage, metav1.ConditionFalse, hyperv1.NoMachineImageReason,
 					fmt.Sprintf("Release image %s (version %s) names no %s image, which machines of platform Pod run", np.Spec.Release.Image, version, tag))
 				return releaseCheck{version: version}
 			}
@@ -125,22 +125,22 @@ func (r *Reconciler) judgeSkew(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, 
 // one (its kubelets would be newer than the kube-apiserver).
 func skew(pool string, cluster *hyperv1.ClusterVersionStatus) (metav1.ConditionStatus, string, string) {
 	if cluster == nil || cluster.Desired.Version == "" {
-		return metav1.ConditionUnknown, ClusterVersionUnknown, "The HostedCluster reports no version yet"
+		return metav1.ConditionUnknown, hyperv1.ClusterVersionUnknownReason, "The HostedCluster reports no version yet"
 	}
 	p, err := version.ParseGeneric(pool)
 	if err != nil {
-		return metav1.ConditionFalse, UnparsableVersionReason, fmt.Sprintf("The pool's release version %q is no version: %v", pool, err)
+		return metav1.ConditionFalse, hyperv1.UnparsableVersionReason, fmt.Sprintf("The pool's release version %q is no version: %v", pool, err)
 	}
 	c, err := version.ParseGeneric(cluster.Desired.Version)
 	if err != nil {
-		return metav1.ConditionUnknown, UnparsableVersionReason, fmt.Sprintf("The HostedCluster's version %q is no version: %v", cluster.Desired.Version, err)
+		return metav1.ConditionUnknown, hyperv1.UnparsableVersionReason, fmt.Sprintf("The HostedCluster's version %q is no version: %v", cluster.Desired.Version, err)
 	}
 	switch {
 	case p.GreaterThan(c):
-		return metav1.ConditionFalse, NodePoolNewerReason, fmt.Sprintf("NodePool version %s is newer than HostedCluster version %s: upgrade the cluster first, or give the pool release %s or one up to %d minor versions older",
+		return metav1.ConditionFalse, hyperv1.NodePoolNewerReason, fmt.Sprintf("NodePool version %s is newer than HostedCluster version %s: upgrade the cluster first, or give the pool release %s or one up to %d minor versions older",
 			pool, cluster.Desired.Version, cluster.Desired.Version, MaxMinorSkew)
 	case p.Major() != c.Major() || c.Minor()-p.Minor() > MaxMinorSkew:
-		return metav1.ConditionFalse, NodePoolTooOldReason, fmt.Sprintf("NodePool version %s is more than %d minor versions older than HostedCluster version %s: upgrade the pool",
+		return metav1.ConditionFalse, hyperv1.NodePoolTooOldReason, fmt.Sprintf("NodePool version %s is more than %d minor versions older than HostedCluster version %s: upgrade the pool",
 			pool, MaxMinorSkew, cluster.Desired.Version)
 	}
 	return metav1.ConditionTrue, hyperv1.AsExpectedReason, fmt.Sprintf("NodePool version %s is supported by HostedCluster version %s", pool, cluster.Desired.Version)

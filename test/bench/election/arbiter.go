@@ -97,7 +97,7 @@ func (g *group) claimNamespace(ctx context.Context, env *testenv.Env) error {
 	if err := env.Client.Create(ctx, hc); err != nil {
 		return fmt.Errorf("failed to create HostedCluster %s: %w", name, err)
 	}
-	hc.Status.Conditions = []metav1.Condition{{Type: hostedcluster.LeaderFencing, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "set by the benchmark", LastTransitionTime: metav1.Now()}}
+	hc.Status.Conditions = []metav1.Condition{{Type: hyperv1.LeaderFencing, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "set by the benchmark", LastTransitionTime: metav1.Now()}}
 	if err := env.Client.Status().Update(ctx, hc); err != nil {
 		return fmt.Errorf("failed to set the status of HostedCluster %s: %w", name, err)
 	}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 )
 
 // create creates the namespaces, then every pull secret and HostedCluster
@@ -209,19 +208,19 @@ func (r *hcRun) statusPending(hc *hyperv1.HostedCluster) string {
 	if hc.Status.ControlPlaneOperator == nil {
 		return "controlPlaneOperator"
 	}
-	f := meta.FindStatusCondition(hc.Status.Conditions, hostedcluster.LeaderFencing)
+	f := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.LeaderFencing)
 	switch {
 	case f == nil:
-		return hostedcluster.LeaderFencing
+		return hyperv1.LeaderFencing
 	case r.fencing && f.Status != metav1.ConditionTrue:
-		return hostedcluster.LeaderFencing + "=" + string(f.Status) + " (" + f.Reason + "), but the API server can fence"
+		return hyperv1.LeaderFencing + "=" + string(f.Status) + " (" + f.Reason + "), but the API server can fence"
 	case !r.fencing && f.Status == metav1.ConditionTrue:
-		return hostedcluster.LeaderFencing + "=True, but the API server cannot fence"
+		return hyperv1.LeaderFencing + "=True, but the API server cannot fence"
 	}
 	// No control-plane-operator runs here: once its Lease has gone a lease
 	// duration without a holder, Available says so, and that is the
 	// HostedCluster's last status change.
-	if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a == nil || a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
+	if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a == nil || a.Reason != hyperv1.ControlPlaneOperatorSilentReason {
 		return hyperv1.Available + " (waiting for the silent Lease to show)"
 	}
 	return ""
