@@ -8,7 +8,11 @@
 // kubeconfigs, the administrator's), and it is the cluster-signing CA of
 // kube-controller-manager; the etcd signer (Secret etcd-signer) signs etcd's
 // server and peer certificates and kube-apiserver's etcd client certificate.
-// A service-account key pair signs the hosted cluster's tokens.
+// A service-account key pair signs the hosted cluster's tokens. An AES key,
+// generated unless the user names keys of their own (spec.secretEncryption),
+// encrypts the hosted cluster's Secrets in etcd: Plan keeps the
+// kube-apiserver's encryption configuration (encryption.go), and refuses
+// one without the key the Secrets are stored with.
 //
 // Plan reads the live Secrets and keeps everything that is still right,
 // byte for byte, so that applying its result to a converged namespace sends

@@ -106,17 +106,20 @@ var CASecrets = []string{RootCASecret, EtcdSignerSecret}
 
 // SecretNames are every Secret Plan may write for in, in the order it
 // plans them.
+// The user's encryption key Secrets are among them: Plan reads them, and
+// never writes them.
 func SecretNames(in Inputs) []string {
+	names := append(slices.Clone(Secrets), in.EncryptionKeys...)
 	if in.ClusterAPICluster == "" {
-		return Secrets
+		return names
 	}
-	return append(slices.Clone(Secrets), ClusterAPIWebhookSecret, ClusterAPIKubeconfigSecret(in.ClusterAPICluster), PodNetworkKubeconfigSecret)
+	return append(names, ClusterAPIWebhookSecret, ClusterAPIKubeconfigSecret(in.ClusterAPICluster), PodNetworkKubeconfigSecret)
 }
 
 // Secrets are the Secrets Plan writes for every control plane, in the
 // order it plans them.
 var Secrets = []string{
 	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
-	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,
+	KubeAPIServerSecret, ServiceAccountKeySecret, EncryptionKeySecret, EncryptionConfigSecret, KubeControllerManagerKubeconfigSecret,
 	KubeSchedulerKubeconfigSecret, KubeletClientSecret, HostedClusterConfigKubeconfigSecret, AdminKubeconfigSecret,
 }

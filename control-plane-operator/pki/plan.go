@@ -79,6 +79,15 @@ type Inputs struct {
 	// whose NodePools' machines cluster-api runs (platform Pod): its
 	// kubeconfig is issued, over the internal URL. None when empty.
 	ClusterAPICluster string
+	// EncryptionKeys name the Secrets, in Namespace, of the user's aescbc
+	// keys (spec.secretEncryption's copies): the active one first. When
+	// there are none, the generated key (EncryptionKeySecret) is active.
+	EncryptionKeys []string
+	// StoredWith names (EncryptionKeyName) the key every Secret of the
+	// hosted cluster was last rewritten with: a configuration without it
+	// would leave Secrets nobody can read, and is refused. Empty: none
+	// known yet.
+	StoredWith string
 }
 
 // Cause classifies why a Secret is written.
@@ -118,6 +127,9 @@ type Result struct {
 	// RenewAt is the earliest time a certificate falls due; Plan must run
 	// again by then.
 	RenewAt time.Time
+	// EncryptionActiveKey is the name, in the encryption configuration,
+	// of the key Secrets are written with (EncryptionKeyName).
+	EncryptionActiveKey string
 }
 
 // CAError says that a CA Secret exists but holds no usable CA. Plan never
@@ -163,6 +175,7 @@ func Plan(in Inputs, live map[string]*corev1.Secret, now time.Time) (*Result, er
 			return p.leaf(KubeAPIServerSecret, root, names("kube-apiserver", nil, in.KubeAPIServer, server))
 		},
 		p.serviceAccountKeys,
+		p.encryption,
 		func() error {
 			return p.kubeconfig(KubeControllerManagerKubeconfigSecret, root, names(KubeControllerManagerUser, nil, Names{}, client), in.InternalURL)
 		},

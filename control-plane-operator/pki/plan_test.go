@@ -34,7 +34,7 @@ func testInputs() Inputs {
 // allSecrets are the Secrets Plan writes when the external URL is known.
 var allSecrets = []string{
 	RootCASecret, EtcdSignerSecret, EtcdServerSecret, EtcdPeerSecret, EtcdClientSecret,
-	KubeAPIServerSecret, ServiceAccountKeySecret, KubeControllerManagerKubeconfigSecret,
+	KubeAPIServerSecret, ServiceAccountKeySecret, EncryptionKeySecret, EncryptionConfigSecret, KubeControllerManagerKubeconfigSecret,
 	KubeSchedulerKubeconfigSecret, KubeletClientSecret, HostedClusterConfigKubeconfigSecret, AdminKubeconfigSecret,
 }
 

@@ -24,6 +24,15 @@ func HostedControlPlane(in Inputs) *hyperv1.HostedControlPlane {
 		Etcd:                         hc.Spec.Etcd,
 		Configuration:                hc.Spec.Configuration.DeepCopy(),
 	}
+	if e := hc.Spec.SecretEncryption; e != nil {
+		spec.SecretEncryption = e.DeepCopy()
+		if a := spec.SecretEncryption.AESCBC; a != nil {
+			a.ActiveKey.Name = hyperv1.SecretEncryptionKeyCopyName(a.ActiveKey.Name)
+			if a.BackupKey != nil {
+				a.BackupKey.Name = hyperv1.SecretEncryptionKeyCopyName(a.BackupKey.Name)
+			}
+		}
+	}
 	for _, service := range hc.Spec.Services {
 		spec.Services = append(spec.Services, *service.DeepCopy())
 	}

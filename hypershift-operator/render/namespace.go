@@ -47,6 +47,30 @@ func PullSecret(in Inputs, dockerConfigJSON []byte) *corev1.Secret {
 	}
 }
 
+// SecretEncryptionKeys are the copies, in the control-plane namespace, of
+// the key Secrets the HostedCluster's spec.secretEncryption names
+// (hyperv1.SecretEncryptionKeyCopyName), the active one first: the
+// control-plane-operator's PKI reads them (they carry its component label,
+// so that its cache holds and watches them) into the kube-apiserver's
+// encryption configuration.
+func SecretEncryptionKeys(in Inputs) []*corev1.Secret {
+	var copies []*corev1.Secret
+	for _, name := range hyperv1.EncryptionKeySecrets(in.HostedCluster.Spec.SecretEncryption) {
+		meta := in.objectMeta(hyperv1.SecretEncryptionKeyCopyName(name))
+		meta.Labels = map[string]string{
+			hyperv1.SecretCopyLabel:            hyperv1.SecretCopyEncryptionKey,
+			hyperv1.ControlPlaneComponentLabel: "secret-encryption",
+		}
+		copies = append(copies, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: meta,
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{hyperv1.AESCBCKeySecretKey: in.EncryptionKeys[name]},
+		})
+	}
+	return copies
+}
+
 // AdminKubeconfig is the copy of the hosted cluster's admin kubeconfig
 // (kubeconfig, what the control-plane-operator published) in the
 // HostedCluster's namespace, named <name>-admin-kubeconfig, as

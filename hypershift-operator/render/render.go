@@ -45,6 +45,10 @@ type Inputs struct {
 	// machine image on every management node. "" when the payload names
 	// none; the cache is then not rendered.
 	MachineImage, SandboxImage string
+	// EncryptionKeys are the AES keys of the key Secrets the HostedCluster's
+	// spec.secretEncryption names, by Secret name: SecretEncryptionKeys
+	// copies them into the control-plane namespace.
+	EncryptionKeys map[string][]byte
 }
 
 // Validate refuses inputs the renderers must not turn into objects.

@@ -444,3 +444,10 @@ func (e *Env) Process(name string) (*os.Process, error) {
 	}
 	return nil, fmt.Errorf("no %s process is a child of this test binary", name)
 }
+
+// EtcdURL is where the API server's etcd serves its clients (plain HTTP
+// on the loopback): tests read what the API server stored there, e.g. to
+// see that a Secret is encrypted. Keys start with /registry/.
+func (e *Env) EtcdURL() string {
+	return e.env.ControlPlane.Etcd.URL.String()
+}

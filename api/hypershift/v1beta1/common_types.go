@@ -142,6 +142,7 @@ type EtcdSpec struct {
 
 // ClusterConfiguration is the OpenShift configuration of a hosted cluster,
 // in the config.openshift.io/v1 types.
+// +kubebuilder:validation:XValidation:rule="!has(self.apiServer) || !has(self.apiServer.encryption) || !has(self.apiServer.encryption.type) || size(self.apiServer.encryption.type) == 0",message="apiServer.encryption is not used by hosted clusters: their Secrets are always encrypted at rest (aescbc); name keys of your own in spec.secretEncryption"
 type ClusterConfiguration struct {
 	// apiServer configures the hosted cluster's API server.
 	//

@@ -98,6 +98,13 @@ type HostedClusterSpec struct {
 	//
 	// +optional
 	Configuration *ClusterConfiguration `json:"configuration,omitempty"`
+
+	// secretEncryption names the keys the hosted cluster's Secrets are
+	// encrypted with in its etcd. Unset, they are encrypted with a key the
+	// control-plane-operator generates.
+	//
+	// +optional
+	SecretEncryption *SecretEncryptionSpec `json:"secretEncryption,omitempty"`
 }
 
 // HostedClusterStatus is what the hypershift-operator observed and did.

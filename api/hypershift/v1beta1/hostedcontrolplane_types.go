@@ -86,6 +86,12 @@ type HostedControlPlaneSpec struct {
 	//
 	// +optional
 	Configuration *ClusterConfiguration `json:"configuration,omitempty"`
+
+	// secretEncryption is the HostedCluster's, its key Secrets named by
+	// their copies in the control-plane namespace.
+	//
+	// +optional
+	SecretEncryption *SecretEncryptionSpec `json:"secretEncryption,omitempty"`
 }
 
 // HostedControlPlaneStatus is what the control-plane-operator observed.
@@ -125,6 +131,12 @@ type HostedControlPlaneStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Version string `json:"version,omitempty"`
+
+	// secretEncryption says which key the hosted cluster's Secrets are
+	// encrypted with.
+	//
+	// +optional
+	SecretEncryption *SecretEncryptionStatus `json:"secretEncryption,omitempty"`
 
 	// releaseImage is the release payload the running components came from.
 	//

@@ -46,6 +46,9 @@ const (
 	SecretCopyLabel = "hypershift.openshift.io/secret-copy"
 	// SecretCopyPullSecret is the SecretCopyLabel of a pull secret copy.
 	SecretCopyPullSecret = "pull-secret"
+	// SecretCopyEncryptionKey is the SecretCopyLabel of a copy of a key
+	// Secret of spec.secretEncryption, in the control-plane namespace.
+	SecretCopyEncryptionKey = "encryption-key"
 	// SecretCopyAdminKubeconfig is the SecretCopyLabel of an admin
 	// kubeconfig copy.
 	SecretCopyAdminKubeconfig = "admin-kubeconfig"
@@ -142,6 +145,12 @@ const (
 	// last. The hypershift-operator relays each report as a Warning event
 	// on the HostedCluster.
 	WritesFenced = "WritesFenced"
+	// SecretsEncrypted says whether every Secret of the hosted cluster is
+	// stored encrypted with the active key (status.secretEncryption of the
+	// HostedControlPlane): False while they are being rewritten after the
+	// key changed, when a backup key must still be kept. The
+	// hypershift-operator relays it to the HostedCluster.
+	SecretsEncrypted = "SecretsEncrypted"
 	// LeaderFencing, on a HostedCluster, says whether the API server is
 	// seen to refuse writes by control-plane-operator pods that do not
 	// hold the Lease: True only once a probe showed it.
@@ -233,6 +242,13 @@ const (
 	// ClaimNotBoundReason: <Name>Available=False, a claim of the workload
 	// is not bound to a volume.
 	ClaimNotBoundReason = "ClaimNotBound"
+	// SecretsRewrittenReason: SecretsEncrypted=True, every Secret was
+	// rewritten with the active key.
+	SecretsRewrittenReason = "SecretsRewritten"
+	// RewritingSecretsReason: SecretsEncrypted=False, Secrets are being
+	// rewritten with a new active key, or wait for the kube-apiserver to
+	// roll out with it.
+	RewritingSecretsReason = "RewritingSecrets"
 	// WritesRefusedReason: WritesFenced=True, the API server refused writes
 	// of the control-plane-operator as not the Lease holder's.
 	WritesRefusedReason = "WritesRefused"

@@ -24,6 +24,7 @@ const (
 	etcdClientDir     = "/etc/kubernetes/certs/etcd-client"
 	serviceAccountDir = "/etc/kubernetes/secrets/service-account"
 	kubeletClientDir  = "/etc/kubernetes/certs/kubelet-client"
+	encryptionDir     = "/etc/kubernetes/secrets/encryption"
 
 	// ServiceAccountIssuer is the issuer of the hosted cluster's
 	// service-account tokens.
@@ -77,13 +78,15 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.Mount("etcd-client", etcdClientDir),
 		component.Mount("service-account-key", serviceAccountDir),
 		component.Mount("kubelet-client", kubeletClientDir),
+		component.Mount("encryption-config", encryptionDir),
 	}
 	pod := component.PodSpec(hcp, container,
 		component.SecretVolume("serving-cert", pki.KubeAPIServerSecret),
 		component.SecretVolume("client-ca", pki.RootCASecret, pki.CACertKey),
 		component.SecretVolume("etcd-client", pki.EtcdClientSecret),
 		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret),
-		component.SecretVolume("kubelet-client", pki.KubeletClientSecret))
+		component.SecretVolume("kubelet-client", pki.KubeletClientSecret),
+		component.SecretVolume("encryption-config", pki.EncryptionConfigSecret, pki.EncryptionConfigKey))
 	if AuditEnabled(audit) {
 		if err := withAuditLog(in, &pod); err != nil {
 			return nil, err
@@ -91,7 +94,7 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	}
 	replicas := component.Replicas(hcp.Spec.ControllerAvailabilityPolicy, highlyAvailableReplicas)
 	w := in.Deployment(Name, replicas, strategy(replicas), pod,
-		pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret)
+		pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret, pki.EncryptionConfigSecret)
 	component.SetConfigHash(&w.Object.(*appsv1.Deployment).Spec.Template.ObjectMeta, auditConfig)
 	w.Extras = []client.Object{auditConfig}
 	return w, nil
@@ -147,6 +150,10 @@ func args(in component.Inputs, etcdURL string) []string {
 		"--kubelet-client-certificate=" + kubeletClientDir + "/" + pki.TLSCertKey,
 		"--kubelet-client-key=" + kubeletClientDir + "/" + pki.TLSKeyKey,
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		// Secrets are stored encrypted (the PKI keeps the configuration:
+		// pki.EncryptionConfiguration); a new configuration rolls the
+		// pods, by the Secrets' hash.
+		"--encryption-provider-config=" + encryptionDir + "/" + pki.EncryptionConfigKey,
 	}
 	a = append(a, component.Flag("service-cluster-ip-range", component.ServiceNetwork(hcp))...)
 	return append(a, component.Flag("feature-gates", component.FeatureGates(hcp))...)

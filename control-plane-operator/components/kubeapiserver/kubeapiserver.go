@@ -6,7 +6,9 @@
 // APIServer entry, NodePort (with the given port) or LoadBalancer. It
 // writes an audit log by spec.configuration.apiServer.audit (audit.go): the
 // policy in a ConfigMap, the log in a volume of its pod, which the
-// audit-logs container copies to its standard output.
+// audit-logs container copies to its standard output. It stores Secrets
+// encrypted with the keys of the encryption configuration the PKI keeps
+// (pki.EncryptionConfigSecret).
 package kubeapiserver
 
 import (

@@ -2,8 +2,10 @@
 // HostedControlPlane controller. Each pass runs phases in order: it reads
 // the release payload, applies the components' Services, keeps the PKI's
 // Secrets (issuing and re-issuing certificates, with an event for each
-// write), applies the components' workloads in dependency order, and asks
-// the kube-apiserver at its published endpoint whether it is ready. Status
+// write), applies the components' workloads in dependency order, asks
+// the kube-apiserver at its published endpoint whether it is ready, and,
+// once it runs a new active encryption key, rewrites the hosted cluster's
+// Secrets with it (secretencryption.Rewrite), once per key. Status
 // is computed once, when the pass ends, from what the phases found. On
 // delete it removes the components, never their data, before it lets the
 // HostedControlPlane go.
@@ -53,6 +55,9 @@ const (
 	// addressPoll is how soon a pass that waits for a Service's address
 	// runs again.
 	addressPoll = time.Second
+	// hostedRequestTimeout bounds each request to the hosted
+	// kube-apiserver.
+	hostedRequestTimeout = 30 * time.Second
 )
 
 // Reconciler reconciles one HostedControlPlane: the one it was rendered for.
@@ -87,6 +92,10 @@ type Reconciler struct {
 	// caPEM; nil means kubeapiserver.Ready.
 	Ready func(ctx context.Context, url string, caPEM []byte) error
 
+	// HostedClient makes a client of the hosted cluster from a kubeconfig,
+	// to rewrite its Secrets with a new encryption key; nil makes a real
+	// one.
+	HostedClient func(kubeconfig []byte) (client.Client, error)
 	// refusals spaces the passes while the API server refuses objects.
 	refusals refusalRetries
 }
@@ -116,6 +125,12 @@ type scope struct {
 	renewAt time.Time
 	// pkiErr is why the PKI cannot be kept.
 	pkiErr error
+	// encryptionActiveKey names the key Secrets are written with, once
+	// the PKI phase kept the encryption configuration; rewrittenWith is
+	// the active key every Secret was rewritten with, once known;
+	// encryptionErr is why they could not be.
+	encryptionActiveKey, rewrittenWith string
+	encryptionErr                      error
 	// configErr is why a component cannot render.
 	configErr error
 	// rendered is true once every component rendered.
@@ -203,6 +218,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reconcilePKI,
 		r.reconcileComponents,
 		r.reconcileReadiness,
+		r.reconcileSecretEncryption,
 	}
 	for _, phase := range phases {
 		result, err := phase(ctx, s)

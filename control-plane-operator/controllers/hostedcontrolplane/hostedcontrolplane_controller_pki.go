@@ -47,8 +47,9 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 		plan, err = pki.Plan(in, live, r.now())
 	}
 	var caErr *pki.CAError
+	var keyErr *pki.KeyError
 	switch {
-	case errors.As(err, &caErr):
+	case errors.As(err, &caErr), errors.As(err, &keyErr):
 		s.pkiErr = err
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	case err != nil:
@@ -72,6 +73,7 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 		r.recordWrite(s.hcp, s.secrets[w.Secret], w)
 	}
 	s.renewAt = plan.RenewAt
+	s.encryptionActiveKey = plan.EncryptionActiveKey
 	return ctrl.Result{}, nil
 }
 
@@ -161,6 +163,10 @@ func pkiInputs(s *scope) (pki.Inputs, error) {
 	}
 	if hcp.Spec.Platform.Type == hyperv1.PodPlatform {
 		out.ClusterAPICluster = hcp.Name
+	}
+	out.EncryptionKeys = encryptionKeys(hcp)
+	if st := hcp.Status.SecretEncryption; st != nil {
+		out.StoredWith = st.RewrittenWith
 	}
 	return out, nil
 }

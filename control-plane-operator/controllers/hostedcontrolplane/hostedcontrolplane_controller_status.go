@@ -65,6 +65,7 @@ func (r *Reconciler) computeStatus(s *scope) {
 	if s.availability != nil {
 		r.computeAvailability(s, set)
 	}
+	s.setSecretEncryptionStatus(set)
 	s.setRefusal(set)
 	r.Fenced.setCondition(hcp)
 }

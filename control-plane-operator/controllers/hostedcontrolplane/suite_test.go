@@ -142,6 +142,15 @@ func (cp *controlPlane) run(t *testing.T) {
 			cp.readyCalls.Add(1)
 			return nil
 		},
+		// The hosted cluster is this API server, seen through the
+		// control plane's namespace: its Secrets are rewritten there.
+		HostedClient: func([]byte) (client.Client, error) {
+			c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+			if err != nil {
+				return nil, err
+			}
+			return client.NewNamespacedClient(c, cp.namespace), nil
+		},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

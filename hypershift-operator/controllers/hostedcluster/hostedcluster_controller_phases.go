@@ -102,6 +102,11 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ClusterAPIImage:             clusterAPIImage(s),
 		ClusterAPITimings:           config.ClusterAPITimings,
 	}
+	keys, wait, err := r.encryptionKeys(ctx, s.hc)
+	if err != nil {
+		return ctrl.Result{}, s.block(hyperv1.ValidConfiguration, hyperv1.InvalidConfigurationReason, upperFirst(err.Error()), wait, err)
+	}
+	in.EncryptionKeys = keys
 	in.MachineImage, _ = s.release.ComponentImage(nodepool.MachineImageTag)
 	in.SandboxImage, _ = s.release.ComponentImage(nodepool.SandboxImageTag)
 	if err := in.Validate(); err != nil {
@@ -113,15 +118,18 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	// The manager's client reads Secrets past its cache (ClientOptions)
 	// and every other kind from it.
 	applier := r.applier()
-	for _, obj := range []client.Object{
-		render.Namespace(in),
-		render.PullSecret(in, s.pullSecret),
+	objects := []client.Object{render.Namespace(in), render.PullSecret(in, s.pullSecret)}
+	// The keys before the HostedControlPlane that names them.
+	for _, key := range render.SecretEncryptionKeys(in) {
+		objects = append(objects, key)
+	}
+	for _, obj := range append(objects,
 		render.HostedControlPlane(in),
 		render.ControlPlaneOperatorServiceAccount(in),
 		render.ControlPlaneOperatorRole(in),
 		render.ControlPlaneOperatorRoleBinding(in),
 		render.ControlPlaneOperatorAuthDelegator(in),
-	} {
+	) {
 		sent, err := applier.Apply(ctx, obj)
 		if err != nil {
 			return ctrl.Result{}, refusedOr(s, err)
@@ -129,6 +137,9 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		if _, ok := obj.(*hyperv1.HostedControlPlane); ok {
 			s.specSent = sent
 		}
+	}
+	if err := r.deleteStaleEncryptionKeys(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	// Fence before the CPO can run: after its RBAC, before its Deployment.
 	if err := r.reconcileFencing(ctx, s, in); err != nil {

@@ -120,6 +120,11 @@ func (r *Reconciler) setObserved(s *scope) {
 	}
 	if o.hcp != nil {
 		s.hc.Status.ControlPlaneEndpoint = o.hcp.Status.ControlPlaneEndpoint.DeepCopy()
+		// Relayed as the control-plane-operator reports it: whether a
+		// backup key can be dropped.
+		if c := meta.FindStatusCondition(o.hcp.Status.Conditions, hyperv1.SecretsEncrypted); c != nil {
+			s.set(hyperv1.SecretsEncrypted, c.Status, c.Reason, c.Message)
+		}
 	}
 	s.hc.Status.ControlPlaneOperator = leaderStatus(o.lease)
 }

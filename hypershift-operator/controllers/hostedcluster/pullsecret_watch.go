@@ -18,8 +18,8 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
-// pullSecretIndex indexes HostedClusters by the Secret their spec names
-// as pull secret, <namespace>/<name>.
+// pullSecretIndex indexes HostedClusters by the Secrets their spec names,
+// <namespace>/<name>: the pull secret and the secret encryption keys.
 const pullSecretIndex = "pullSecret"
 
 // secretMetadata is the metadata of a Secret, as the pull-secret cache
@@ -43,7 +43,11 @@ func pullSecretSources(mgr ctrl.Manager) (cache.Cache, error) {
 func indexPullSecrets(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &hyperv1.HostedCluster{}, pullSecretIndex, func(obj client.Object) []string {
 		hc := obj.(*hyperv1.HostedCluster)
-		return []string{hc.Namespace + "/" + hc.Spec.PullSecret.Name}
+		keys := []string{hc.Namespace + "/" + hc.Spec.PullSecret.Name}
+		for _, name := range hyperv1.EncryptionKeySecrets(hc.Spec.SecretEncryption) {
+			keys = append(keys, hc.Namespace+"/"+name)
+		}
+		return keys
 	})
 	if err != nil {
 		return fmt.Errorf("failed to index HostedClusters by pull secret: %w", err)
@@ -52,9 +56,10 @@ func indexPullSecrets(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // pullSecretSource tells the HostedClusters that name a Secret as pull
-// secret when it appears, changes or goes: a changed pull secret is copied
-// again within seconds, and one created after its cluster is picked up at
-// once, not after the error backoff.
+// secret or secret encryption key when it appears, changes or goes: a
+// changed pull secret or key is copied again within seconds, and one
+// created after its cluster is picked up at once, not after the error
+// backoff.
 func (r *Reconciler) pullSecretSource() source.Source {
 	changed := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
