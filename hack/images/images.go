@@ -14,6 +14,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -151,8 +152,33 @@ func Build(spec Spec, binDir string, labels map[string]string) (v1.Image, error)
 // rootfs is the image's one layer: the programs under /usr/bin, the
 // nonroot user's passwd and group entries and home, /tmp, and the host's CA
 // bundle (what distroless/static provides), all owned by root but home.
+//
+// The layer is built in one buffer sized up front, and the programs are
+// copied into it from their files: an image costs its size in memory once,
+// not the twice or thrice that reading each program whole and growing the
+// buffer by doubling would (tests that build every image of a payload in
+// one process felt it).
 func rootfs(spec Spec, binDir string) ([]byte, error) {
+	files, links := map[string][]byte{}, map[string]string{}
+	if len(spec.HostPrograms) > 0 {
+		var err error
+		if files, links, err = hostFiles(spec.HostPrograms); err != nil {
+			return nil, err
+		}
+	}
+	size := int64(1 << 20) // headers, padding, the small files
+	for _, program := range spec.Programs {
+		info, err := os.Stat(filepath.Join(binDir, program))
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
+		}
+		size += info.Size() + 2048
+	}
+	for _, data := range files {
+		size += int64(len(data)) + 2048
+	}
 	var buf bytes.Buffer
+	buf.Grow(int(size))
 	w := &layerWriter{tw: tar.NewWriter(&buf)}
 	for _, d := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "usr/", "usr/bin/", "home/"} {
 		w.dir(d, 0o755, 0)
@@ -166,20 +192,11 @@ func rootfs(spec Spec, binDir string) ([]byte, error) {
 	}
 	for _, program := range spec.Programs {
 		path := filepath.Join(binDir, program)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
-		}
 		if err := staticallyLinked(path); err != nil {
 			return nil, err
 		}
-		w.file("usr/bin/"+program, 0o755, data)
-	}
-	files, links := map[string][]byte{}, map[string]string{}
-	if len(spec.HostPrograms) > 0 {
-		var err error
-		if files, links, err = hostFiles(spec.HostPrograms); err != nil {
-			return nil, err
+		if err := w.copyFile("usr/bin/"+program, 0o755, path); err != nil {
+			return nil, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
 		}
 	}
 	modes := map[string]int64{}
@@ -226,6 +243,27 @@ func (w *layerWriter) symlink(name, target string) {
 	if w.err == nil {
 		w.err = w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX})
 	}
+}
+
+// copyFile writes the file at path as name, copied from the file.
+func (w *layerWriter) copyFile(name string, mode int64, path string) error {
+	if w.err != nil {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	w.err = w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: info.Size(), ModTime: epoch, Format: tar.FormatPAX})
+	if w.err == nil {
+		_, w.err = io.Copy(w.tw, f)
+	}
+	return nil
 }
 
 func (w *layerWriter) file(name string, mode int64, data []byte) {

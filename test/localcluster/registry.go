@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/hypershift-le/hypershift/hack/images"
@@ -87,25 +88,31 @@ func payloadSpecs() map[string]images.Spec {
 }
 
 // Push builds images (repository:tag to spec) from the binaries in binDir
-// and pushes them; images of the same spec are built once.
+// and pushes them; images of the same spec are built once, and one at a
+// time: each is pushed under all its tags and let go before the next is
+// built, so that the process holds one image's layer, not a payload's.
 func (r *Registry) Push(ctx context.Context, binDir string, want map[string]images.Spec) error {
-	built := map[string]v1.Image{}
+	refsOf := map[string][]string{}
+	specs := map[string]images.Spec{}
 	for ref, spec := range want {
 		key := fmt.Sprint(spec)
-		img, ok := built[key]
-		if !ok {
-			var err error
-			if img, err = images.Build(spec, binDir, nil); err != nil {
-				return fmt.Errorf("image %s: %w", ref, err)
-			}
-			built[key] = img
-		}
-		tag, err := name.NewTag(r.pushHost+"/"+ref, name.Insecure)
+		refsOf[key] = append(refsOf[key], ref)
+		specs[key] = spec
+	}
+	for _, key := range slices.Sorted(maps.Keys(refsOf)) {
+		refs := slices.Sorted(slices.Values(refsOf[key]))
+		img, err := images.Build(specs[key], binDir, nil)
 		if err != nil {
-			return err
+			return fmt.Errorf("image %s: %w", refs[0], err)
 		}
-		if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
-			return fmt.Errorf("failed to push %s: %w", tag, err)
+		for _, ref := range refs {
+			tag, err := name.NewTag(r.pushHost+"/"+ref, name.Insecure)
+			if err != nil {
+				return err
+			}
+			if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+				return fmt.Errorf("failed to push %s: %w", tag, err)
+			}
 		}
 	}
 	return nil
