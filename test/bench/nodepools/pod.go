@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,7 +137,7 @@ func awaitMachineImageCache(ctx context.Context, c client.Client, hc *hyperv1.Ho
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("the machine image cache %s is not Ready on every node (last read: %v, status %+v)", key, err, ds.Status)
+			return 0, fmt.Errorf("the machine image cache %s is not Ready on every node (status %+v, last read: %w)", key, ds.Status, errors.Join(ctx.Err(), err))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
