@@ -30,7 +30,7 @@ func TestAuditProfileChangeRollsTheKubeAPIServer(t *testing.T) {
 	cp.awaitPKI(t)
 	cp.rollOut(t, workloadNamed(etcd.Name))
 
-	before := cp.awaitAudit(t, configv1.DefaultAuditProfileType, true)
+	before := cp.awaitAudit(t, configv1.DefaultAuditProfileType, true, "")
 
 	policy := &corev1.ConfigMap{}
 	key := client.ObjectKey{Namespace: cp.namespace, Name: kubeapiserver.AuditConfigMap}
@@ -40,16 +40,15 @@ func TestAuditProfileChangeRollsTheKubeAPIServer(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), policy); err != nil {
 		t.Fatal(err)
 	}
-	cp.awaitAudit(t, configv1.DefaultAuditProfileType, true)
+	cp.awaitAudit(t, configv1.DefaultAuditProfileType, true, "")
 
 	cp.setAuditProfile(t, configv1.WriteRequestBodiesAuditProfileType)
-	after := cp.awaitAudit(t, configv1.WriteRequestBodiesAuditProfileType, true)
-	if before == after {
-		t.Errorf("the pod template's %s stayed %s after the profile changed", component.ConfigHashAnnotation, before)
-	}
+	// The ConfigMap is applied before the Deployment, in the same pass:
+	// the pod template's hash must follow within the wait.
+	cp.awaitAudit(t, configv1.WriteRequestBodiesAuditProfileType, true, before)
 
 	cp.setAuditProfile(t, configv1.NoneAuditProfileType)
-	cp.awaitAudit(t, configv1.NoneAuditProfileType, false)
+	cp.awaitAudit(t, configv1.NoneAuditProfileType, false, "")
 }
 
 func (cp *controlPlane) setAuditProfile(t *testing.T, profile configv1.AuditProfileType) {
@@ -65,9 +64,9 @@ func (cp *controlPlane) setAuditProfile(t *testing.T, profile configv1.AuditProf
 }
 
 // awaitAudit waits for the audit policy ConfigMap of profile and a
-// kube-apiserver Deployment that writes an audit log, or not, and
-// returns its pod template's configuration hash.
-func (cp *controlPlane) awaitAudit(t *testing.T, profile configv1.AuditProfileType, logs bool) string {
+// kube-apiserver Deployment that writes an audit log, or not, whose pod
+// template's configuration hash is not notHash, and returns that hash.
+func (cp *controlPlane) awaitAudit(t *testing.T, profile configv1.AuditProfileType, logs bool, notHash string) string {
 	t.Helper()
 	var hash string
 	testutil.Eventually(t, 30*time.Second, func() error {
@@ -89,6 +88,9 @@ func (cp *controlPlane) awaitAudit(t *testing.T, profile configv1.AuditProfileTy
 			return fmt.Errorf("audit flag %t, audit-logs container %t; want %t", flag, sidecar, logs)
 		}
 		hash = d.Spec.Template.Annotations[component.ConfigHashAnnotation]
+		if hash == notHash {
+			return fmt.Errorf("the pod template's %s is still %s", component.ConfigHashAnnotation, notHash)
+		}
 		return nil
 	})
 	return hash
