@@ -16,17 +16,6 @@ import (
 	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
-// SecretsRewrittenReason is the reason of the event that reports a
-// rewrite of the hosted cluster's Secrets with a new active key.
-const SecretsRewrittenReason = hyperv1.SecretsRewrittenReason
-
-// encryptionKeys are the control-plane namespace's copies of the user's
-// key Secrets, the active one first: none when spec.secretEncryption is
-// unset (the generated key is active).
-func encryptionKeys(hcp *hyperv1.HostedControlPlane) []string {
-	return hyperv1.EncryptionKeySecrets(hcp.Spec.SecretEncryption)
-}
-
 // reconcileSecretEncryption rewrites every Secret of the hosted cluster
 // with the active key, once per active key: after the kube-apiserver has
 // rolled out with the encryption configuration the PKI phase kept (every
@@ -59,7 +48,7 @@ func (r *Reconciler) reconcileSecretEncryption(ctx context.Context, s *scope) (c
 	ctrl.LoggerFrom(ctx).Info("Rewrote the hosted cluster's Secrets with the active encryption key",
 		"key", active, "listed", result.Listed, "rewritten", result.Rewritten)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(s.hcp, nil, corev1.EventTypeNormal, SecretsRewrittenReason, "Rewrite",
+		r.Recorder.Eventf(s.hcp, nil, corev1.EventTypeNormal, hyperv1.SecretsRewrittenReason, "Rewrite",
 			"Rewrote %d of the hosted cluster's %d Secrets with encryption key %s", result.Rewritten, result.Listed, active)
 	}
 	return ctrl.Result{}, nil
@@ -95,7 +84,7 @@ func (s *scope) setSecretEncryptionStatus(set func(string, bool, string, string)
 
 // activeKeySecret names the Secret of the active key.
 func activeKeySecret(hcp *hyperv1.HostedControlPlane) string {
-	if keys := encryptionKeys(hcp); len(keys) > 0 {
+	if keys := hyperv1.EncryptionKeySecrets(hcp.Spec.SecretEncryption); len(keys) > 0 {
 		return "Secret " + keys[0]
 	}
 	return "Secret " + pki.EncryptionKeySecret + ", generated"

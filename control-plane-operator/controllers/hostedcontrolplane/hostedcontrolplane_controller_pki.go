@@ -164,7 +164,7 @@ func pkiInputs(s *scope) (pki.Inputs, error) {
 	if hcp.Spec.Platform.Type == hyperv1.PodPlatform {
 		out.ClusterAPICluster = hcp.Name
 	}
-	out.EncryptionKeys = encryptionKeys(hcp)
+	out.EncryptionKeys = hyperv1.EncryptionKeySecrets(hcp.Spec.SecretEncryption)
 	if st := hcp.Status.SecretEncryption; st != nil {
 		out.StoredWith = st.RewrittenWith
 	}
