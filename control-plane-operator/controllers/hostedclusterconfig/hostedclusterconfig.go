@@ -22,7 +22,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,8 +32,8 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/hostedclient"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
-	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
 // FieldOwner is the field manager of its applies in the hosted cluster.
@@ -168,14 +167,9 @@ func (r *Reconciler) hostedClient(kubeconfig []byte) (client.Client, error) {
 	if r.hosted != nil && hash == r.hash {
 		return r.hosted, nil
 	}
-	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	c, err := hostedclient.New(kubeconfig, requestTimeout, pki.HostedClusterConfigKubeconfigSecret)
 	if err != nil {
-		return nil, fmt.Errorf("secret %s holds no usable kubeconfig: %w", pki.HostedClusterConfigKubeconfigSecret, err)
-	}
-	config.Timeout = requestTimeout
-	c, err := client.New(config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, fmt.Errorf("failed to make a client of the hosted cluster: %w", err)
+		return nil, err
 	}
 	r.hash, r.hosted = hash, c
 	return c, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,7 +12,7 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubeapiserver"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/control-plane-operator/secretencryption"
-	"github.com/hypershift-le/hypershift/support/scheme"
+	"github.com/hypershift-le/hypershift/support/hostedclient"
 )
 
 // reconcileSecretEncryption rewrites every Secret of the hosted cluster
@@ -96,15 +95,6 @@ func (r *Reconciler) hostedClient() func([]byte) (client.Client, error) {
 		return r.HostedClient
 	}
 	return func(kubeconfig []byte) (client.Client, error) {
-		config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("secret %s holds no usable kubeconfig: %w", pki.HostedClusterConfigKubeconfigSecret, err)
-		}
-		config.Timeout = hostedRequestTimeout
-		c, err := client.New(config, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			return nil, fmt.Errorf("failed to make a client of the hosted cluster: %w", err)
-		}
-		return c, nil
+		return hostedclient.New(kubeconfig, hostedRequestTimeout, pki.HostedClusterConfigKubeconfigSecret)
 	}
 }
