@@ -9,9 +9,12 @@ package images
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -120,14 +123,55 @@ var epoch = time.Unix(0, 0).UTC()
 
 // Build returns the image spec describes, with the programs read from
 // binDir (static binaries: there is no C library in the image) and labels
-// in its config.
+// in its config. Its layer is held in memory (an image's size once).
 func Build(spec Spec, binDir string, labels map[string]string) (v1.Image, error) {
-	layer, err := rootfs(spec, binDir)
+	size, err := layerSize(spec, binDir)
 	if err != nil {
 		return nil, err
 	}
+	var buf bytes.Buffer
+	buf.Grow(int(size))
+	if err := rootfs(&buf, spec, binDir); err != nil {
+		return nil, err
+	}
+	return withConfig(static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer), spec, labels)
+}
+
+// BuildInto is Build with the layer written to blobDir/sha256/<hex> (the
+// layout of OCI and registry blob stores) and read from that file: the
+// process holds none of the layer, and a registry serving blobDir has the
+// blob without an upload. The digests are Build's.
+func BuildInto(spec Spec, binDir string, labels map[string]string, blobDir string) (v1.Image, error) {
+	if err := os.MkdirAll(filepath.Join(blobDir, "sha256"), 0o700); err != nil {
+		return nil, fmt.Errorf("failed to create the blob directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(blobDir, "layer-*")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the layer's file: %w", err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	hash := sha256.New()
+	counted := &countingWriter{w: io.MultiWriter(tmp, hash)}
+	buffered := bufio.NewWriterSize(counted, 1<<20)
+	err = rootfs(buffered, spec, binDir)
+	if err == nil {
+		err = buffered.Flush()
+	}
+	if err = errors.Join(err, tmp.Close()); err != nil {
+		return nil, fmt.Errorf("failed to write the layer's file: %w", err)
+	}
+	digest := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(hash.Sum(nil))}
+	path := filepath.Join(blobDir, digest.Algorithm, digest.Hex)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, fmt.Errorf("failed to store the layer: %w", err)
+	}
+	return withConfig(&fileLayer{path: path, digest: digest, size: counted.n}, spec, labels)
+}
+
+// withConfig is the image of the one layer, with spec's config and labels.
+func withConfig(layer v1.Layer, spec Spec, labels map[string]string) (v1.Image, error) {
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer:     static.NewLayer(layer, types.OCIUncompressedLayer),
+		Layer:     layer,
 		History:   v1.History{CreatedBy: "hack/images", Created: v1.Time{Time: epoch}},
 		MediaType: types.OCIUncompressedLayer,
 	})
@@ -149,37 +193,38 @@ func Build(spec Spec, binDir string, labels map[string]string) (v1.Image, error)
 	return mutate.ConfigFile(img, cfg)
 }
 
-// rootfs is the image's one layer: the programs under /usr/bin, the
-// nonroot user's passwd and group entries and home, /tmp, and the host's CA
-// bundle (what distroless/static provides), all owned by root but home.
-//
-// The layer is built in one buffer sized up front, and the programs are
-// copied into it from their files: an image costs its size in memory once,
-// not the twice or thrice that reading each program whole and growing the
-// buffer by doubling would (tests that build every image of a payload in
-// one process felt it).
-func rootfs(spec Spec, binDir string) ([]byte, error) {
-	files, links := map[string][]byte{}, map[string]string{}
-	if len(spec.HostPrograms) > 0 {
-		var err error
-		if files, links, err = hostFiles(spec.HostPrograms); err != nil {
-			return nil, err
-		}
-	}
+// layerSize bounds the size of spec's layer from its programs' sizes, so a
+// buffer can be sized once.
+func layerSize(spec Spec, binDir string) (int64, error) {
 	size := int64(1 << 20) // headers, padding, the small files
 	for _, program := range spec.Programs {
 		info, err := os.Stat(filepath.Join(binDir, program))
 		if err != nil {
-			return nil, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
+			return 0, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
 		}
 		size += info.Size() + 2048
 	}
-	for _, data := range files {
-		size += int64(len(data)) + 2048
+	for _, p := range spec.HostPrograms {
+		if info, err := os.Stat(p.Path); err == nil {
+			size += info.Size() + 1<<20 // the program and its share of the libraries
+		}
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(size))
-	w := &layerWriter{tw: tar.NewWriter(&buf)}
+	return size, nil
+}
+
+// rootfs writes the image's one layer to out: the programs under
+// /usr/bin, the nonroot user's passwd and group entries and home, /tmp,
+// and the host's CA bundle (what distroless/static provides), all owned by
+// root but home. The programs are copied from their files, not read whole.
+func rootfs(out io.Writer, spec Spec, binDir string) error {
+	files, links := map[string][]byte{}, map[string]string{}
+	if len(spec.HostPrograms) > 0 {
+		var err error
+		if files, links, err = hostFiles(spec.HostPrograms); err != nil {
+			return err
+		}
+	}
+	w := &layerWriter{tw: tar.NewWriter(out)}
 	for _, d := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "usr/", "usr/bin/", "home/"} {
 		w.dir(d, 0o755, 0)
 	}
@@ -193,10 +238,10 @@ func rootfs(spec Spec, binDir string) ([]byte, error) {
 	for _, program := range spec.Programs {
 		path := filepath.Join(binDir, program)
 		if err := staticallyLinked(path); err != nil {
-			return nil, err
+			return err
 		}
 		if err := w.copyFile("usr/bin/"+program, 0o755, path); err != nil {
-			return nil, fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
+			return fmt.Errorf("failed to read the image's program %s (build it into %s first): %w", program, binDir, err)
 		}
 	}
 	modes := map[string]int64{}
@@ -221,9 +266,9 @@ func rootfs(spec Spec, binDir string) ([]byte, error) {
 		w.symlink(name, links[name])
 	}
 	if err := errors.Join(w.err, w.tw.Close()); err != nil {
-		return nil, fmt.Errorf("failed to write the layer: %w", err)
+		return fmt.Errorf("failed to write the layer: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // layerWriter writes a layer's entries with the fixed time, keeping the
@@ -299,4 +344,30 @@ func All() map[string]Spec {
 		all[tag] = spec
 	}
 	return all
+}
+
+// fileLayer is an uncompressed layer read from its file.
+type fileLayer struct {
+	path   string
+	digest v1.Hash
+	size   int64
+}
+
+func (l *fileLayer) Digest() (v1.Hash, error)             { return l.digest, nil }
+func (l *fileLayer) DiffID() (v1.Hash, error)             { return l.digest, nil }
+func (l *fileLayer) Compressed() (io.ReadCloser, error)   { return os.Open(l.path) }
+func (l *fileLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.path) }
+func (l *fileLayer) Size() (int64, error)                 { return l.size, nil }
+func (l *fileLayer) MediaType() (types.MediaType, error)  { return types.OCIUncompressedLayer, nil }
+
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

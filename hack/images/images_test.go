@@ -108,6 +108,26 @@ func TestBuild(t *testing.T) {
 		t.Errorf("two builds of one binary: digests %s and %s", first, second)
 	}
 
+	blobs := t.TempDir()
+	onDisk, err := BuildInto(Pause, bin, map[string]string{"org.opencontainers.image.version": "v1"}, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third, _ := onDisk.Digest(); third != first {
+		t.Errorf("built into a blob directory: digest %s, want Build's %s", third, first)
+	}
+	layers, err := onDisk.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %v, %v", layers, err)
+	}
+	layer, _ := layers[0].Digest()
+	if _, err := os.Stat(filepath.Join(blobs, layer.Algorithm, layer.Hex)); err != nil {
+		t.Errorf("the layer is not in the blob directory: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(blobs, "layer-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
 	dynamic := t.TempDir()
 	host, err := exec.LookPath("ls")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/hypershift-le/hypershift/hack/images"
@@ -88,9 +89,10 @@ func payloadSpecs() map[string]images.Spec {
 }
 
 // Push builds images (repository:tag to spec) from the binaries in binDir
-// and pushes them; images of the same spec are built once, and one at a
-// time: each is pushed under all its tags and let go before the next is
-// built, so that the process holds one image's layer, not a payload's.
+// and pushes them; images of the same spec are built once. Each layer is
+// written straight into the registry's blob directory, so the push uploads
+// manifests and configs only: the registry keeps an upload in memory, and
+// a test process built with -race pays several times what it holds.
 func (r *Registry) Push(ctx context.Context, binDir string, want map[string]images.Spec) error {
 	refsOf := map[string][]string{}
 	specs := map[string]images.Spec{}
@@ -101,7 +103,13 @@ func (r *Registry) Push(ctx context.Context, binDir string, want map[string]imag
 	}
 	for _, key := range slices.Sorted(maps.Keys(refsOf)) {
 		refs := slices.Sorted(slices.Values(refsOf[key]))
-		img, err := images.Build(specs[key], binDir, nil)
+		var img v1.Image
+		var err error
+		if dir := r.registry.BlobDir(); dir != "" {
+			img, err = images.BuildInto(specs[key], binDir, nil, dir)
+		} else {
+			img, err = images.Build(specs[key], binDir, nil)
+		}
 		if err != nil {
 			return fmt.Errorf("image %s: %w", refs[0], err)
 		}

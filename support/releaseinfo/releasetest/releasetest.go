@@ -128,6 +128,14 @@ func (r *Registry) Close() error {
 	return r.server.Close()
 }
 
+// BlobDir is the directory of the registry's blobs (WithBlobDir), ""
+// when they are in memory. A file at BlobDir/<algorithm>/<hex> with that
+// digest is a blob the registry serves: an image whose layers are written
+// there is pushed without uploading them.
+func (r *Registry) BlobDir() string {
+	return r.blobDir
+}
+
 // Host returns the registry's host:port, e.g. 127.0.0.1:40123.
 func (r *Registry) Host() string {
 	return r.host
