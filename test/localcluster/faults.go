@@ -95,3 +95,18 @@ func (c *Cluster) apiServerOnNodes() string {
 	}
 	return net.JoinHostPort(nodes.DefaultNetwork.HostAddress().String(), port)
 }
+
+// LoseNode kills the node named name as a machine that dies (see
+// nodes.Node.Lose): its kubelet, containerd and every container at once,
+// the Node and Pod objects left as they are. It returns what brings the
+// node back and waits until it is Ready again.
+func (c *Cluster) LoseNode(name string) (comeBack func(context.Context) error, err error) {
+	node := c.node(name)
+	if node == nil {
+		return nil, fmt.Errorf("no node %q in this cluster", name)
+	}
+	if err := node.Lose(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return node.Return(ctx, c.host, c.Env.Client) }, nil
+}

@@ -134,6 +134,44 @@ func TestRealNodes(t *testing.T) {
 			return nil
 		})
 	})
+	t.Run("a lost node's pods still read Running until it comes back and runs them again", func(t *testing.T) {
+		pod := pods.New(ns, "on-lost-node", "node-1", echo, "/usr/bin/echo", "serve", ":8080")
+		pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		pods.Run(t, c.Env.Client, pod, corev1.PodRunning)
+		pid, ok := c.PodPID(t.Context(), ns, pod.Name, pod.Spec.Containers[0].Name)
+		if !ok {
+			t.Fatal("no process for the pod")
+		}
+		comeBack, err := c.LoseNode("node-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := time.Now()
+		if alive(pid) {
+			t.Errorf("the pod's process %d outlived its node", pid)
+		}
+		time.Sleep(5 * time.Second)
+		if err := c.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("the pod of the lost node is %s, want Running as the API last heard", pod.Status.Phase)
+		}
+		if err := comeBack(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("node-1 Ready again %s after its loss", time.Since(lost).Round(time.Millisecond))
+		testutil.Eventually(t, time.Minute, func() error {
+			again, ok := c.PodPID(t.Context(), ns, pod.Name, pod.Spec.Containers[0].Name)
+			if !ok || again == pid {
+				return &unexpected{what: "process of the pod", got: "not started again"}
+			}
+			return nil
+		})
+		if err := c.Env.Client.Delete(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("a claim is provisioned on its pod's node and keeps its data until deleted", func(t *testing.T) {
 		claim := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},

@@ -1,11 +1,19 @@
 package nodes
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ContainerPID is the host's process ID of a running container's first
@@ -64,4 +72,79 @@ func (n *Node) partitionRules(op, server string) error {
 		}
 	}
 	return nil
+}
+
+// Lose kills the node as a machine that dies is gone: the kubelet,
+// kube-proxy and containerd first (nothing reports what follows), then
+// containerd's shims and every container of the node's pods, each with
+// SIGKILL, within milliseconds. The Node and its pods' objects are left as
+// they are: Ready and Running until the cluster notices the silence. The
+// network namespace, files and mounts stay, as a powered-off machine's
+// disks do; Return brings the node back.
+func (n *Node) Lose() error {
+	n.mu.Lock()
+	procs := n.procs
+	n.procs = nil
+	n.mu.Unlock()
+	for _, p := range procs {
+		_ = p.Signal(syscall.SIGKILL)
+	}
+	_ = killMatching(filepath.Join(n.opts.RunDir, "containerd.sock"))
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + n.cgroupRoot())
+	if unified := "/sys/fs/cgroup/" + n.cgroupRoot(); exists(unified) {
+		roots = append(roots, unified)
+	}
+	for _, root := range roots {
+		killCgroup(root)
+	}
+	// A killed process leaves its cgroup once it has exited.
+	deadline := time.Now().Add(10 * time.Second)
+	for slices.ContainsFunc(roots, cgroupHoldsProcesses) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: processes of its pods still run 10s after SIGKILL", n.Name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// Return brings a lost node back, as a machine that boots again: containerd,
+// the kubelet and kube-proxy start on the node's files, and the kubelet
+// finds its pods' containers gone and starts them again. It waits until the
+// API server shows the node Ready.
+func (n *Node) Return(ctx context.Context, h *Host, c client.Client) error {
+	// The Node may still read Ready from before the loss: only a status
+	// the kubelet posted since counts.
+	returned := time.Now().Truncate(time.Second)
+	for _, s := range []step{
+		{"start containerd", n.startContainerd},
+		{"start the kubelet", n.startKubelet},
+		{"start kube-proxy", n.startKubeProxy},
+		{"wait until Ready", func(ctx context.Context, _ *Host) error { return n.awaitReadySince(ctx, c, returned, 2*time.Minute) }},
+	} {
+		if err := s.do(ctx, h); err != nil {
+			return fmt.Errorf("node %s: failed to %s after its loss: %w", n.Name, s.name, err)
+		}
+	}
+	return nil
+}
+
+// awaitReadySince waits until the Node is Ready by a status posted at or
+// after since.
+func (n *Node) awaitReadySince(ctx context.Context, c client.Client, since time.Time, timeout time.Duration) error {
+	return waitFor(ctx, timeout, func() error {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: n.opts.Name}, node); err != nil {
+			return err
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				if cond.Status == corev1.ConditionTrue && !cond.LastHeartbeatTime.Time.Before(since) {
+					return nil
+				}
+				return fmt.Errorf("condition Ready=%s (%s) posted %s: %s", cond.Status, cond.Reason, cond.LastHeartbeatTime, cond.Message)
+			}
+		}
+		return errors.New("no Ready condition yet")
+	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
 }

@@ -100,6 +100,18 @@ type Node struct {
 	// PodCIDR is the node's pod subnet; unset until the cluster gave it
 	// (PodCIDRFromCluster).
 	PodCIDR netip.Prefix
+
+	mu sync.Mutex
+	// procs are the node's own processes (containerd, the kubelet,
+	// kube-proxy), for Lose.
+	procs []*os.Process
+}
+
+// started keeps a process of the node's own, for Lose.
+func (n *Node) started(cmd *exec.Cmd) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.procs = append(n.procs, cmd.Process)
 }
 
 // step is one named step of bringing a node up.
@@ -240,6 +252,7 @@ func (n *Node) startContainerd(ctx context.Context, h *Host) error {
 	if err := h.Start(cmd, 10*time.Second); err != nil {
 		return err
 	}
+	n.started(cmd)
 	return waitFor(ctx, 30*time.Second, func() error {
 		conn, err := net.Dial("unix", socket)
 		if err == nil {
@@ -286,6 +299,7 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 	if err := h.Start(cmd, 20*time.Second); err != nil {
 		return err
 	}
+	n.started(cmd)
 	awaitDevicePluginSocket(started, 20*time.Second)
 	return nil
 }
@@ -334,7 +348,11 @@ func (n *Node) startKubeProxy(_ context.Context, h *Host) error {
 	if err := logTo(cmd, filepath.Join(n.opts.Dir, "kube-proxy.log")); err != nil {
 		return err
 	}
-	return h.Start(cmd, 10*time.Second)
+	if err := h.Start(cmd, 10*time.Second); err != nil {
+		return err
+	}
+	n.started(cmd)
+	return nil
 }
 
 // setPodCIDR gives the Node, once registered, the pod subnet its CNI
