@@ -193,7 +193,7 @@ test: nodepkgs build testbin clusterbin ## Run the unit and envtest integration 
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end stories on the local cluster, on two real nodes.
+test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end stories on the local cluster, on three real nodes (E2E_NODES=n for another count).
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
 
 .PHONY: test-all

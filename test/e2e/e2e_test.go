@@ -52,6 +52,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("management API frozen", testManagementOutage)
 	t.Run("destroy", testDestroy)
 	t.Run("parent arbitrates", testArbiter)
+	t.Run("node loss", testNodeLoss)
 	t.Run("negative control", testNegativeControl)
 }
 

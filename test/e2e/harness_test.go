@@ -142,12 +142,13 @@ func createArgs(t *testing.T, name string, policy hyperv1.AvailabilityPolicy, ex
 		"--control-plane-availability-policy=" + string(policy)}, extra...)
 }
 
-// nodeCount is E2E_NODES: how many real nodes the stories run on (2 when
-// unset).
+// nodeCount is E2E_NODES: how many real nodes the stories run on (3 when
+// unset: losing one of them keeps a HighlyAvailable control plane's etcd
+// quorum and its endpoint's node).
 func nodeCount() int {
 	n, err := strconv.Atoi(os.Getenv("E2E_NODES"))
 	if err != nil || n < 1 {
-		return 2
+		return 3
 	}
 	return n
 }

@@ -101,6 +101,7 @@ type prober struct {
 	mu       sync.Mutex
 	ok       int
 	failures []string
+	failedAt []time.Time
 	stop     context.CancelFunc
 	done     chan struct{}
 }
@@ -118,6 +119,7 @@ func (h *hostedCluster) probe(t *testing.T) *prober {
 				p.ok++
 			case ctx.Err() == nil:
 				p.failures = append(p.failures, time.Now().Format("15:04:05.000")+" "+err.Error())
+				p.failedAt = append(p.failedAt, time.Now())
 			}
 			p.mu.Unlock()
 			select {

@@ -110,3 +110,20 @@ func (c *Cluster) LoseNode(name string) (comeBack func(context.Context) error, e
 	}
 	return func(ctx context.Context) error { return node.Return(ctx, c.host, c.Env.Client) }, nil
 }
+
+// PartitionNode cuts the node named name and its pods off from the API
+// server, while their processes run on (see nodes.Node.PartitionWithPods):
+// the kubelet stops heartbeating, and its pods' requests to the API server
+// go nowhere until the partition heals. It returns what heals it.
+func (c *Cluster) PartitionNode(name string) (heal func() error, err error) {
+	node := c.node(name)
+	if node == nil {
+		return nil, fmt.Errorf("no node %q in this cluster", name)
+	}
+	server := c.apiServerOnNodes()
+	if err := node.PartitionWithPods(server); err != nil {
+		_ = node.HealWithPods(server) // the rules inserted before the failure
+		return nil, err
+	}
+	return func() error { return node.HealWithPods(server) }, nil
+}

@@ -57,15 +57,38 @@ func (n *Node) Heal(server string) error {
 	return n.partitionRules("-D", server)
 }
 
-func (n *Node) partitionRules(op, server string) error {
+// PartitionWithPods cuts the node and its pods off from server: what
+// Partition drops, and what the node forwards between its pods and server
+// (after kube-proxy's translation of a Service address, such as the
+// kubernetes Service's, to server), both ways. The node's processes and
+// its pods' keep running and reach everything else.
+func (n *Node) PartitionWithPods(server string) error {
+	return n.partitionRules("-I", server, "FORWARD")
+}
+
+// HealWithPods ends a PartitionWithPods.
+func (n *Node) HealWithPods(server string) error {
+	return n.partitionRules("-D", server, "FORWARD")
+}
+
+// partitionRules inserts (-I) or deletes (-D) the rules dropping the
+// traffic between server and the node's own processes, and in the
+// forwarded chains too.
+func (n *Node) partitionRules(op, server string, forwarded ...string) error {
 	host, port, ok := strings.Cut(server, ":")
 	if !ok {
 		return fmt.Errorf("server %q is not host:port", server)
 	}
-	for _, rule := range [][]string{
+	rules := [][]string{
 		{"OUTPUT", "-d", host, "-p", "tcp", "--dport", port},
 		{"INPUT", "-s", host, "-p", "tcp", "--sport", port},
-	} {
+	}
+	for _, chain := range forwarded {
+		rules = append(rules,
+			[]string{chain, "-d", host, "-p", "tcp", "--dport", port},
+			[]string{chain, "-s", host, "-p", "tcp", "--sport", port})
+	}
+	for _, rule := range rules {
 		args := append([]string{"--net=/run/netns/" + n.Namespace, "--", "iptables", "-w", op}, rule...)
 		if err := run("nsenter", append(args, "-j", "DROP", "-m", "comment", "--comment", "partitioned by a test")...); err != nil {
 			return err

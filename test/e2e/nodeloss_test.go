@@ -1,0 +1,378 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
+)
+
+const (
+	// nodeLostTakeoverGoal is how soon after its node is lost a leader's
+	// standby must lead at the default 60s CPO lease: the node rule's 30s
+	// of silence, up to one 10s kubelet heartbeat before the loss, and the
+	// standby's retry.
+	nodeLostTakeoverGoal = 45 * time.Second
+	// apiFailuresAfterNotReady bounds how long after the lost node is
+	// marked NotReady requests to the hosted API may still fail: its
+	// kube-apiserver's endpoint is dropped once its pod reads not ready,
+	// and a client's connection to it breaks by its health check.
+	apiFailuresAfterNotReady = 20 * time.Second
+)
+
+// testNodeLoss: a HighlyAvailable cluster at the default 60s CPO lease,
+// spread over three nodes, loses the node of its CPO leader, then has the
+// node of its next leader cut off from the management API server.
+func testNodeLoss(t *testing.T) {
+	if len(lc.Nodes) < 3 {
+		t.Skipf("losing a node of a HighlyAvailable control plane takes 3 nodes (etcd's quorum, and the endpoint's node kept); this run has %d (E2E_NODES)", len(lc.Nodes))
+	}
+	// The default CPO timings: the node rule, not the lease, must hand over.
+	installOperator(t, lc.Registry.Image("hypershift", "latest"), "--cpo-leader-elect-lease-duration=60s", "--cpo-leader-elect-renew-deadline=45s")
+	createCluster(t, "nodeloss", hyperv1.HighlyAvailable)
+	ns := controlPlaneNamespace("nodeloss")
+	spreadOverNodes(t, ns, haSpread)
+	h := hosted(t, "nodeloss")
+	h.keepData(t)
+	t.Run("the leader's node is lost", func(t *testing.T) { testLeaderNodeLost(t, ns, h) })
+	t.Run("the leader's node is cut off from the API server", func(t *testing.T) { testLeaderNodePartitioned(t, ns, h) })
+	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=nodeloss", "--namespace=clusters", "--wait", "--timeout=4m")
+}
+
+// haSpread are the replicas of a HighlyAvailable control plane spread
+// over the nodes.
+var haSpread = map[string]int{"etcd": 3, "kube-apiserver": 3, "kube-controller-manager": 2, "kube-scheduler": 2}
+
+// leaderOffEndpoint returns the CPO leader and standby once the leader
+// runs on another node than the endpoint's (a NodePort at one node's
+// address: losing that node takes the endpoint, a story of its own), and
+// the hypershift-operator's leader on another node than the CPO leader's
+// (its loss would be the hypershift-operator's own failover).
+func leaderOffEndpoint(t *testing.T, ns string) (leader, standby, node string) {
+	t.Helper()
+	endpoint := endpointNode(t, "nodeloss")
+	leader, standby = awaitLeaderAndStandby(t, ns)
+	if nodeOf(t, ns, leader) == endpoint {
+		makeLeader(t, ns, standby)
+		leader, standby = awaitLeaderAndStandby(t, ns)
+	}
+	node = nodeOf(t, ns, leader)
+	if node == endpoint {
+		t.Fatalf("the leader %s runs on %s, the endpoint's node", leader, node)
+	}
+	moveOperatorLeaderOff(t, node)
+	return leader, standby, node
+}
+
+// testLeaderNodeLost: the node of the CPO leader is lost (its kubelet,
+// containerd and every container killed together; the Node and Pod
+// objects still say Ready and Running). The hypershift-operator, seeing
+// the fence in force, releases the leader's Lease once the node has been
+// silent for its bound, and the standby on another node leads well before
+// the lease would have run out; no CPO write lands outside its pod's
+// holding; the hosted API answers throughout (failures are allowed only
+// while the lost kube-apiserver is still an endpoint); when the node comes
+// back, its members rejoin with the data kept. The timeline is logged.
+func testLeaderNodeLost(t *testing.T, ns string, h *hostedCluster) {
+	leader, standby, lost := leaderOffEndpoint(t, ns)
+	p := h.probe(t)
+	comeBack, err := lc.LoseNode(lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostAt := time.Now()
+	returned := false
+	t.Cleanup(func() {
+		if !returned {
+			if err := comeBack(context.Background()); err != nil {
+				t.Errorf("bringing node %s back: %v", lost, err)
+			}
+		}
+	})
+	t.Logf("node %s lost, with the CPO leader %s; the standby %s runs on %s", lost, leader, standby, nodeOf(t, ns, standby))
+
+	awaitHolder(t, ns, standby, 60*time.Second)
+	released, takeover := parentRelease(t, ns, lostAt)
+	assertNodeLostEvent(t, "nodeloss", leader, lost, lostAt)
+	notReady := nodeNotReadySince(t, lost, 2*time.Minute)
+
+	if err := comeBack(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	returned = true
+	nodeBack := time.Now()
+	awaitRecovered(t, ns, lost)
+	recovered := time.Now()
+	h.awaitData(t, time.Minute)
+
+	t.Logf("node lost: timeline from the loss: Lease released by the hypershift-operator +%s, standby %s leads +%s (the lease would have run out by +60s), NotReady +%s, node Ready again after it came back +%s, every member back, spread, and Available +%s",
+		released.Sub(lostAt).Round(100*time.Millisecond), standby, takeover.Sub(lostAt).Round(100*time.Millisecond),
+		notReady.Sub(lostAt).Round(time.Second), nodeBack.Sub(lostAt).Round(time.Second), recovered.Sub(lostAt).Round(time.Second))
+	if took := takeover.Sub(lostAt); took > nodeLostTakeoverGoal {
+		t.Errorf("the standby led %s after the node was lost, want <= %s", took.Round(100*time.Millisecond), nodeLostTakeoverGoal)
+	}
+	if v := auditlog.OutsideHoldings(cpoWrites(t, ns), auditlog.ByPod); len(v) != 0 {
+		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
+	}
+	finishAllowingFailures(t, p, "while a node of three was lost and came back", notReady.Add(apiFailuresAfterNotReady))
+}
+
+// testLeaderNodePartitioned: the node of the CPO leader, its kubelet and
+// its pods, is cut off from the management API server while everything on
+// it runs on. Its kubelet's silence lets the hypershift-operator release
+// the Lease under the fence, and the standby leads, before the partitioned
+// leader's own renew deadline has run out: for a while it still believes
+// it leads. The partition then heals: nothing the old leader sends lands
+// (every write of its pod after the takeover is refused), it finds it lost
+// the Lease and exits, and its pod runs it again as a standby. The hosted
+// API answers throughout.
+func testLeaderNodePartitioned(t *testing.T, ns string, h *hostedCluster) {
+	leader, standby, node := leaderOffEndpoint(t, ns)
+	restarts := cpoRestarts(t, ns, leader)
+	p := h.probe(t)
+	heal, err := lc.PartitionNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutAt := time.Now()
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			if err := heal(); err != nil {
+				t.Errorf("healing the partition of node %s: %v", node, err)
+			}
+		}
+	})
+	t.Logf("node %s cut off from the API server, with the CPO leader %s; the standby %s runs on %s", node, leader, standby, nodeOf(t, ns, standby))
+	awaitHolder(t, ns, standby, 60*time.Second)
+	released, takeover := parentRelease(t, ns, cutAt)
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed = true
+	healAt := time.Now()
+	awaitRestarted(t, ns, leader, restarts)
+	exited := time.Now()
+	awaitLeaderAndStandby(t, ns)
+
+	var landed, refused []string
+	user := "system:serviceaccount:" + ns + ":" + hyperv1.ControlPlaneOperatorName
+	for _, w := range auditlog.Writes(auditEvents(t), auditlog.Query{Users: []string{user}}) {
+		if w.Pod != leader || w.At.Before(takeover) {
+			continue
+		}
+		if w.Code >= 200 && w.Code < 300 {
+			landed = append(landed, w.String())
+		} else {
+			refused = append(refused, w.String())
+		}
+	}
+	t.Logf("node partitioned: timeline from the cut: Lease released by the hypershift-operator +%s, standby %s leads +%s, partition healed +%s, the old leader exited and runs again as a standby +%s; its writes after the takeover: %d refused %v, %d landed",
+		released.Sub(cutAt).Round(100*time.Millisecond), standby, takeover.Sub(cutAt).Round(100*time.Millisecond),
+		healAt.Sub(cutAt).Round(time.Second), exited.Sub(cutAt).Round(time.Second), len(refused), refused, len(landed))
+	if len(landed) > 0 {
+		t.Errorf("writes of the old leader %s landed after the takeover: %v", leader, landed)
+	}
+	if took := takeover.Sub(cutAt); took > nodeLostTakeoverGoal {
+		t.Errorf("the standby led %s after the node was cut off, want <= %s", took.Round(100*time.Millisecond), nodeLostTakeoverGoal)
+	}
+	if v := auditlog.OutsideHoldings(cpoWrites(t, ns), auditlog.ByPod); len(v) != 0 {
+		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
+	}
+	awaitRecovered(t, ns, node)
+	p.finish(t, "while the leader's node was cut off from the management API server")
+}
+
+// awaitHolder waits until pod holds the CPO Lease of ns.
+func awaitHolder(t *testing.T, ns, pod string, timeout time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func() error {
+		if h := holder(t, ns); h != pod {
+			return fmt.Errorf("holder %q, want %s", h, pod)
+		}
+		return nil
+	})
+}
+
+// awaitRecovered waits until node is schedulable again (the node
+// lifecycle controller lifted its taints), the control plane's replicas
+// run spread over all nodes, every etcd member is ready and the
+// HostedCluster is Available.
+func awaitRecovered(t *testing.T, ns, node string) {
+	t.Helper()
+	testutil.Eventually(t, time.Minute, func() error {
+		n := &corev1.Node{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: node}, n); err != nil {
+			return err
+		}
+		if len(n.Spec.Taints) > 0 {
+			return fmt.Errorf("node %s is tainted: %v", node, n.Spec.Taints)
+		}
+		return nil
+	})
+	spreadOverNodes(t, ns, haSpread)
+	for _, member := range []string{"etcd-0", "etcd-1", "etcd-2"} {
+		testutil.Eventually(t, 2*time.Minute, func() error {
+			pod := &corev1.Pod{}
+			if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: member}, pod); err != nil || !podReady(pod) {
+				return fmt.Errorf("etcd member %s is not ready (%v)", member, err)
+			}
+			return nil
+		})
+	}
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		if c := available(t, "nodeloss"); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Available: %+v", c)
+		}
+		return nil
+	})
+}
+
+// endpointNode is the node whose address the HostedCluster's endpoint
+// publishes.
+func endpointNode(t *testing.T, name string) string {
+	t.Helper()
+	hc := &hyperv1.HostedCluster{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: name}, hc); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range lc.Nodes {
+		if n.Address == hc.Status.ControlPlaneEndpoint.Host {
+			return n.Name
+		}
+	}
+	t.Fatalf("the endpoint %s is no node's address", hc.Status.ControlPlaneEndpoint.Host)
+	return ""
+}
+
+// nodeOf is the node of pod ns/name.
+func nodeOf(t *testing.T, ns, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod.Spec.NodeName
+}
+
+// moveOperatorLeaderOff makes the hypershift-operator's leader a pod of
+// another node than node: its pod there is deleted (it releases its Lease
+// on SIGTERM) until the other replica leads.
+func moveOperatorLeaderOff(t *testing.T, node string) {
+	t.Helper()
+	const ns = "hypershift"
+	for attempt := 0; ; attempt++ {
+		lease := &coordinationv1.Lease{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil {
+			t.Fatal(err)
+		}
+		leader := ""
+		if lease.Spec.HolderIdentity != nil {
+			leader = *lease.Spec.HolderIdentity
+		}
+		if leader != "" && nodeOf(t, ns, leader) != node {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("the hypershift-operator's leader %q stays on node %s after 3 handovers", leader, node)
+		}
+		if err := lc.Env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leader}}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 2*time.Minute, func() error {
+			if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.HypershiftOperatorLeaseName}, lease); err != nil {
+				return err
+			}
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || *lease.Spec.HolderIdentity == leader {
+				return fmt.Errorf("the hypershift-operator's Lease is held by %v", lease.Spec.HolderIdentity)
+			}
+			return nil
+		})
+	}
+}
+
+// assertNodeLostEvent waits for the HostedCluster's event of the release
+// of pod's Lease for the silence of node.
+func assertNodeLostEvent(t *testing.T, cluster, pod, node string, since time.Time) {
+	t.Helper()
+	want := fmt.Sprintf("Lease released for %s: its node %s stopped heartbeating ", pod, node)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		list := &eventsv1.EventList{}
+		if err := lc.Env.Client.List(t.Context(), list, client.InNamespace("clusters")); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == cluster && e.Reason == "LeaseReleased" && strings.HasPrefix(e.Note, want) && !e.EventTime.Time.Before(since.Add(-time.Second)) {
+				t.Logf("event on HostedCluster clusters/%s: %s", cluster, e.Note)
+				return nil
+			}
+		}
+		return fmt.Errorf("no event %q... on HostedCluster clusters/%s", want, cluster)
+	})
+}
+
+// nodeNotReadySince waits until the node's Ready condition is not True
+// and returns when it changed.
+func nodeNotReadySince(t *testing.T, name string, timeout time.Duration) time.Time {
+	t.Helper()
+	var since time.Time
+	testutil.Eventually(t, timeout, func() error {
+		node := &corev1.Node{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
+			return err
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+				since = c.LastTransitionTime.Time
+				return nil
+			}
+		}
+		return fmt.Errorf("node %s still reads Ready", name)
+	})
+	return since
+}
+
+// finishAllowingFailures stops p and fails the test for any failed request
+// after until, or too few answered ones; it logs the failures before.
+func finishAllowingFailures(t *testing.T, p *prober, what string, until time.Time) {
+	t.Helper()
+	p.stop()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var late []string
+	var first, last time.Time
+	for i, at := range p.failedAt {
+		if at.After(until) {
+			late = append(late, p.failures[i])
+		}
+		if first.IsZero() {
+			first = at
+		}
+		last = at
+	}
+	if p.ok < 10 {
+		t.Errorf("%s: only %d requests to the hosted API succeeded: the check proves nothing", what, p.ok)
+	}
+	if len(late) > 0 {
+		t.Errorf("%s: %d requests to the hosted API failed after %s: %v", what, len(late), until.Format("15:04:05"), late)
+	}
+	if len(p.failedAt) == 0 {
+		t.Logf("%s: the hosted API answered all %d requests", what, p.ok)
+		return
+	}
+	t.Logf("%s: the hosted API answered %d of %d requests; %d failed between %s and %s (allowed until %s): %v",
+		what, p.ok, p.ok+len(p.failures), len(p.failures), first.Format("15:04:05.000"), last.Format("15:04:05.000"), until.Format("15:04:05"), p.failures)
+}
