@@ -227,7 +227,7 @@ func awaitRecovered(t *testing.T, ns, node string) {
 		testutil.Eventually(t, 2*time.Minute, func() error {
 			pod := &corev1.Pod{}
 			if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: member}, pod); err != nil || !podReady(pod) {
-				return fmt.Errorf("etcd member %s is not ready (%v)", member, err)
+				return fmt.Errorf("etcd member %s is not ready (%w)", member, err)
 			}
 			return nil
 		})
