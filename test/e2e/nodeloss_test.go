@@ -46,6 +46,7 @@ func testNodeLoss(t *testing.T) {
 	spreadOverNodes(t, ns, haSpread)
 	h := hosted(t, "nodeloss")
 	h.keepData(t)
+	t.Run("the leader's node restarts its kubelet", func(t *testing.T) { testLeaderKubeletRestart(t, ns, h) })
 	t.Run("the leader's node is lost", func(t *testing.T) { testLeaderNodeLost(t, ns, h) })
 	t.Run("the leader's node is cut off from the API server", func(t *testing.T) { testLeaderNodePartitioned(t, ns, h) })
 	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=nodeloss", "--namespace=clusters", "--wait", "--timeout=4m")
@@ -74,6 +75,37 @@ func leaderOffEndpoint(t *testing.T, ns string) (leader, standby, node string) {
 	}
 	moveOperatorLeaderOff(t, node)
 	return leader, standby, node
+}
+
+// testLeaderKubeletRestart: the kubelet of the CPO leader's node is killed
+// and started again while the containers run on: no handover, the same
+// leader process, no container restart, no Lease write by the
+// hypershift-operator, and the hosted API answers throughout.
+func testLeaderKubeletRestart(t *testing.T, ns string, h *hostedCluster) {
+	leader, _ := awaitLeaderAndStandby(t, ns)
+	node := nodeOf(t, ns, leader)
+	pid := cpoPID(t, ns, leader)
+	restarts := cpoRestarts(t, ns, leader)
+	p := h.probe(t)
+	from := time.Now()
+	if err := lc.RestartKubelet(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Since(from)
+	time.Sleep(15 * time.Second) // several renewals and the kubelet's first pod syncs
+	if h := holder(t, ns); h != leader {
+		t.Errorf("the Lease went from %s to %q over a kubelet restart", leader, h)
+	}
+	if again, ok := lc.PodPID(t.Context(), ns, leader, hyperv1.ControlPlaneOperatorName); !ok || again != pid {
+		t.Errorf("the leader's process changed over a kubelet restart: %d, then %d (%v)", pid, again, ok)
+	}
+	if now := cpoRestarts(t, ns, leader); now != restarts {
+		t.Errorf("the leader's container restarted over a kubelet restart: %d restarts, then %d", restarts, now)
+	}
+	assertParentWroteNothing(t, ns, from)
+	t.Logf("kubelet of node %s (the leader %s's) killed and started again: the node read Ready by the new kubelet after %s; the same leader process, no restart, no handover",
+		node, leader, back.Round(100*time.Millisecond))
+	p.finish(t, "while the leader's node restarted its kubelet")
 }
 
 // testLeaderNodeLost: the node of the CPO leader is lost (its kubelet,

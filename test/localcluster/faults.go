@@ -127,3 +127,13 @@ func (c *Cluster) PartitionNode(name string) (heal func() error, err error) {
 	}
 	return func() error { return node.HealWithPods(server) }, nil
 }
+
+// RestartKubelet kills the kubelet of the node named name and starts it
+// again while its containers run on (see nodes.Node.RestartKubelet).
+func (c *Cluster) RestartKubelet(ctx context.Context, name string) error {
+	node := c.node(name)
+	if node == nil {
+		return fmt.Errorf("no node %q in this cluster", name)
+	}
+	return node.RestartKubelet(ctx, c.host, c.Env.Client)
+}

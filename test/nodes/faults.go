@@ -109,8 +109,10 @@ func (n *Node) Lose() error {
 	procs := n.procs
 	n.procs = nil
 	n.mu.Unlock()
-	for _, p := range procs {
-		_ = p.Signal(syscall.SIGKILL)
+	for _, name := range []string{"kubelet", "kube-proxy", "containerd"} {
+		if p := procs[name]; p != nil {
+			_ = p.Signal(syscall.SIGKILL)
+		}
 	}
 	_ = killMatching(filepath.Join(n.opts.RunDir, "containerd.sock"))
 	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + n.cgroupRoot())
@@ -170,4 +172,33 @@ func (n *Node) awaitReadySince(ctx context.Context, c client.Client, since time.
 		}
 		return errors.New("no Ready condition yet")
 	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
+}
+
+// RestartKubelet kills the node's kubelet (SIGKILL, as a crash) and starts
+// it again, as a kubelet restart or upgrade does: containerd and the pods'
+// containers run on throughout. It waits until the API server shows the
+// node Ready by a status the new kubelet posted.
+func (n *Node) RestartKubelet(ctx context.Context, h *Host, c client.Client) error {
+	n.mu.Lock()
+	kubelet := n.procs["kubelet"]
+	delete(n.procs, "kubelet")
+	n.mu.Unlock()
+	if kubelet == nil {
+		return fmt.Errorf("node %s runs no kubelet", n.Name)
+	}
+	restarted := time.Now().Truncate(time.Second)
+	if err := kubelet.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("node %s: failed to kill its kubelet: %w", n.Name, err)
+	}
+	// Its PID is gone once it has exited: a new kubelet must not find the
+	// old one's sockets in use.
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(kubelet.Pid, 0) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: its kubelet still runs 10s after SIGKILL", n.Name)
+		}
+	}
+	if err := n.startKubelet(ctx, h); err != nil {
+		return fmt.Errorf("node %s: failed to start the kubelet again: %w", n.Name, err)
+	}
+	return n.awaitReadySince(ctx, c, restarted, 2*time.Minute)
 }

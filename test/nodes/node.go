@@ -102,16 +102,19 @@ type Node struct {
 	PodCIDR netip.Prefix
 
 	mu sync.Mutex
-	// procs are the node's own processes (containerd, the kubelet,
-	// kube-proxy), for Lose.
-	procs []*os.Process
+	// procs are the node's own processes by name (containerd, kubelet,
+	// kube-proxy), for Lose and RestartKubelet.
+	procs map[string]*os.Process
 }
 
-// started keeps a process of the node's own, for Lose.
-func (n *Node) started(cmd *exec.Cmd) {
+// started keeps a process of the node's own, for Lose and RestartKubelet.
+func (n *Node) started(name string, cmd *exec.Cmd) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.procs = append(n.procs, cmd.Process)
+	if n.procs == nil {
+		n.procs = map[string]*os.Process{}
+	}
+	n.procs[name] = cmd.Process
 }
 
 // step is one named step of bringing a node up.
@@ -252,7 +255,7 @@ func (n *Node) startContainerd(ctx context.Context, h *Host) error {
 	if err := h.Start(cmd, 10*time.Second); err != nil {
 		return err
 	}
-	n.started(cmd)
+	n.started("containerd", cmd)
 	return waitFor(ctx, 30*time.Second, func() error {
 		conn, err := net.Dial("unix", socket)
 		if err == nil {
@@ -299,7 +302,7 @@ func (n *Node) startKubelet(_ context.Context, h *Host) error {
 	if err := h.Start(cmd, 20*time.Second); err != nil {
 		return err
 	}
-	n.started(cmd)
+	n.started("kubelet", cmd)
 	awaitDevicePluginSocket(started, 20*time.Second)
 	return nil
 }
@@ -351,7 +354,7 @@ func (n *Node) startKubeProxy(_ context.Context, h *Host) error {
 	if err := h.Start(cmd, 10*time.Second); err != nil {
 		return err
 	}
-	n.started(cmd)
+	n.started("kube-proxy", cmd)
 	return nil
 }
 
