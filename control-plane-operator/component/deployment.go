@@ -12,10 +12,15 @@ import (
 // Deployment is the workload of a component that runs as a Deployment:
 // replicas pods of pod, labelled and selected by name, rolled by strategy,
 // their template carrying the digest of the Secrets they read (so that a
-// re-issued certificate rolls them), spread over nodes (Spread).
+// re-issued certificate rolls them), spread over nodes (Spread), and with
+// several replicas a DisruptionBudget letting one go at a time.
 func (in Inputs) Deployment(name string, replicas int32, strategy appsv1.DeploymentStrategy, pod corev1.PodSpec, secrets ...string) *Workload {
 	pod.TopologySpreadConstraints = Spread(name, replicas)
-	return &Workload{Object: &appsv1.Deployment{
+	w := &Workload{}
+	if replicas > 1 {
+		w.Extras = append(w.Extras, DisruptionBudget(in.HostedControlPlane, name, 1))
+	}
+	w.Object = &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: ObjectMeta(in.HostedControlPlane, name, name),
 		Spec: appsv1.DeploymentSpec{
@@ -27,7 +32,8 @@ func (in Inputs) Deployment(name string, replicas int32, strategy appsv1.Deploym
 				Spec:       pod,
 			},
 		},
-	}}
+	}
+	return w
 }
 
 // NoServices is embedded by the components that serve nothing to the

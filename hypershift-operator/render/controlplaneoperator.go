@@ -5,9 +5,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
@@ -64,6 +66,25 @@ func ControlPlaneOperatorReplicas(policy hyperv1.AvailabilityPolicy) int32 {
 		return 2
 	}
 	return 1
+}
+
+// ControlPlaneOperatorDisruptionBudget lets a drain evict one CPO pod at a
+// time when there are two (HighlyAvailable): the other, the standby or the
+// leader, stays, and an evicted leader releases its Lease on SIGTERM, so
+// the standby leads at once. A single replica gets none (nil), since a
+// budget would block every drain of its node.
+func ControlPlaneOperatorDisruptionBudget(in Inputs) *policyv1.PodDisruptionBudget {
+	if ControlPlaneOperatorReplicas(in.HostedCluster.Spec.ControllerAvailabilityPolicy) < 2 {
+		return nil
+	}
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
+		ObjectMeta: in.objectMeta(hyperv1.ControlPlaneOperatorName),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: controlPlaneOperatorSelector()},
+		},
+	}
 }
 
 // ControlPlaneOperatorDeployment runs the CPO with leader election on. Its

@@ -64,6 +64,11 @@ func TestRenderGolden(t *testing.T) {
 			testutil.CompareWithGolden(t, dir+"metrics-service", ControlPlaneOperatorMetricsService(in))
 			testutil.CompareWithGolden(t, dir+"servicemonitor", ControlPlaneOperatorServiceMonitor(in))
 			testutil.CompareWithGolden(t, dir+"deployment", ControlPlaneOperatorDeployment(in))
+			if budget := ControlPlaneOperatorDisruptionBudget(in); policy == hyperv1.HighlyAvailable {
+				testutil.CompareWithGolden(t, dir+"poddisruptionbudget", budget)
+			} else if budget != nil {
+				t.Errorf("a single CPO replica got a PodDisruptionBudget, which would block every drain of its node: %+v", budget.Spec)
+			}
 			testutil.CompareWithGolden(t, dir+"fencing-binding", FencingBinding(in))
 			testutil.CompareWithGolden(t, dir+"admin-kubeconfig", AdminKubeconfig(in, []byte("apiVersion: v1\nkind: Config\n")))
 		})

@@ -20,9 +20,10 @@ const cniBinDir = "/usr/lib/cni"
 
 // NodeControllers are the controllers a cluster of real nodes runs beside
 // Controllers: Services get EndpointSlices (kube-proxy serves them),
-// DaemonSets run, pods of deleted nodes go, and a node that stops
-// reporting is marked so.
-var NodeControllers = []string{"endpointslice-controller", "daemonset-controller", "pod-garbage-collector-controller", "node-lifecycle-controller"}
+// DaemonSets run, pods of deleted nodes go, a node that stops reporting
+// is marked so, and PodDisruptionBudgets get the status evictions (a
+// drain) are judged by: without it every budget allows no disruption.
+var NodeControllers = []string{"endpointslice-controller", "daemonset-controller", "pod-garbage-collector-controller", "node-lifecycle-controller", "disruption-controller"}
 
 // nodeName is the name of node i.
 func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }

@@ -96,7 +96,7 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	w := in.Deployment(Name, replicas, strategy(replicas), pod,
 		pki.KubeAPIServerSecret, pki.RootCASecret, pki.EtcdClientSecret, pki.ServiceAccountKeySecret, pki.KubeletClientSecret, pki.EncryptionConfigSecret)
 	component.SetConfigHash(&w.Object.(*appsv1.Deployment).Spec.Template.ObjectMeta, auditConfig)
-	w.Extras = []client.Object{auditConfig}
+	w.Extras = append([]client.Object{auditConfig}, w.Extras...)
 	return w, nil
 }
 

@@ -145,6 +145,11 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	if err := r.reconcileFencing(ctx, s, in); err != nil {
 		return ctrl.Result{}, err
 	}
+	if budget := render.ControlPlaneOperatorDisruptionBudget(in); budget != nil {
+		if _, err := applier.Apply(ctx, budget); err != nil {
+			return ctrl.Result{}, refusedOr(s, err)
+		}
+	}
 	if _, err := applier.Apply(ctx, render.ControlPlaneOperatorDeployment(in)); err != nil {
 		return ctrl.Result{}, refusedOr(s, err)
 	}

@@ -1,0 +1,27 @@
+package component
+
+import (
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// DisruptionBudget is the PodDisruptionBudget of component name's pods:
+// at most maxUnavailable of them evicted at once (a node drain, a
+// management cluster's upgrade), as HyperShift budgets its highly
+// available components. A single replica gets none: a budget would block
+// every drain of its node, and an eviction of the only replica is the
+// same outage as its node's.
+func DisruptionBudget(hcp *hyperv1.HostedControlPlane, name string, maxUnavailable int32) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
+		ObjectMeta: ObjectMeta(hcp, name, name),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+			Selector:       &metav1.LabelSelector{MatchLabels: Selector(name)},
+		},
+	}
+}
