@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cluster"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 const (
@@ -47,6 +51,7 @@ func testNodeLoss(t *testing.T) {
 	h := hosted(t, "nodeloss")
 	h.keepData(t)
 	t.Run("the leader's node restarts its kubelet", func(t *testing.T) { testLeaderKubeletRestart(t, ns, h) })
+	t.Run("the leader's node is drained", func(t *testing.T) { testLeaderNodeDrained(t, ns, h) })
 	t.Run("the leader's node is lost", func(t *testing.T) { testLeaderNodeLost(t, ns, h) })
 	t.Run("the leader's node is cut off from the API server", func(t *testing.T) { testLeaderNodePartitioned(t, ns, h) })
 	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=nodeloss", "--namespace=clusters", "--wait", "--timeout=4m")
@@ -106,6 +111,113 @@ func testLeaderKubeletRestart(t *testing.T, ns string, h *hostedCluster) {
 	t.Logf("kubelet of node %s (the leader %s's) killed and started again: the node read Ready by the new kubelet after %s; the same leader process, no restart, no handover",
 		node, leader, back.Round(100*time.Millisecond))
 	p.finish(t, "while the leader's node restarted its kubelet")
+}
+
+// testLeaderNodeDrained: `kubectl drain` of the CPO leader's node, which
+// evicts through the PodDisruptionBudgets of the control plane (one pod of
+// each Deployment at a time, etcd keeping its quorum): the leader,
+// evicted, releases its Lease on SIGTERM and the standby leads within a
+// second, without the hypershift-operator; no CPO write lands outside its
+// pod's holding; the hosted API answers throughout. Uncordoned, the node's
+// etcd member (its claim is on the node) comes back.
+func testLeaderNodeDrained(t *testing.T, ns string, h *hostedCluster) {
+	leader, standby, node := leaderOffEndpoint(t, ns)
+	p := h.probe(t)
+	uncordoned := false
+	t.Cleanup(func() {
+		if !uncordoned {
+			managementKubectl(t, "uncordon", node)
+		}
+	})
+	from := time.Now()
+	out := managementKubectl(t, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")
+	drained := time.Since(from)
+	awaitHolder(t, ns, standby, 10*time.Second)
+	// The evicted leader's last write before the standby's first is its
+	// release (the ones before are renewals).
+	var released, takeover time.Time
+	for _, e := range leaseWritesIn(auditEvents(t), ns, from, time.Now()) {
+		switch {
+		case !auditlog.Succeeded(e) || !takeover.IsZero():
+		case podOf(e) == leader:
+			released = e.RequestReceivedTimestamp.Time
+		case podOf(e) == standby && !released.IsZero():
+			takeover = e.RequestReceivedTimestamp.Time
+		}
+	}
+	if released.IsZero() || takeover.IsZero() {
+		t.Fatalf("the audit log shows no release by the evicted leader %s (%v) or no takeover by %s after it (%v)", leader, released, standby, takeover)
+	}
+	t.Logf("node %s drained in %s (%d lines of kubectl drain); the evicted leader %s released its Lease, and %s led %s later",
+		node, drained.Round(100*time.Millisecond), strings.Count(out, "\n"), leader, standby, takeover.Sub(released).Round(time.Millisecond))
+	if took := takeover.Sub(released); took > time.Second {
+		t.Errorf("the standby led %s after the evicted leader released the Lease, want <= 1s", took)
+	}
+	assertParentWroteNothing(t, ns, from)
+	if v := auditlog.OutsideHoldings(cpoWrites(t, ns), auditlog.ByPod); len(v) != 0 {
+		t.Errorf("%d CPO writes outside their pod's holding: %v", len(v), v)
+	}
+	managementKubectl(t, "uncordon", node)
+	uncordoned = true
+	// Nothing moves pods back to an uncordoned node but etcd's member,
+	// whose claim is there: the replicas run, not spread, until one pod of
+	// each crowded node is evicted, as a descheduler would.
+	awaitRecoveredUnspread(t, ns, node)
+	respread(t, ns)
+	spreadOverNodes(t, ns, haSpread)
+	p.finish(t, "while the leader's node was drained, uncordoned and the replicas spread again")
+}
+
+// respread evicts, for each Deployment of the control plane, one pod of a
+// node that runs two of them while a node runs none: the scheduler, with
+// the spread the CPO renders, puts the replacement there.
+func respread(t *testing.T, ns string) {
+	t.Helper()
+	nodes := map[string]bool{}
+	for _, n := range lc.Nodes {
+		nodes[n.Name] = true
+	}
+	for _, app := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		pods := &corev1.PodList{}
+		if err := lc.Env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+			t.Fatal(err)
+		}
+		onNode := map[string][]corev1.Pod{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
+			}
+		}
+		empty := false
+		for n := range nodes {
+			empty = empty || len(onNode[n]) == 0
+		}
+		for _, crowded := range onNode {
+			if len(crowded) < 2 || !empty {
+				continue
+			}
+			eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: crowded[0].Name}}
+			testutil.Eventually(t, time.Minute, func() error {
+				return lc.Env.Client.SubResource("eviction").Create(t.Context(), &crowded[0], eviction)
+			})
+			t.Logf("evicted %s/%s, one of %d %s pods on node %s", ns, crowded[0].Name, len(crowded), app, crowded[0].Spec.NodeName)
+			break
+		}
+	}
+}
+
+// managementKubectl runs kubectl against the management cluster.
+func managementKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	root, err := testenv.RepositoryRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig=" + lc.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 // testLeaderNodeLost: the node of the CPO leader is lost (its kubelet,
@@ -244,17 +356,56 @@ func awaitHolder(t *testing.T, ns, pod string, timeout time.Duration) {
 // HostedCluster is Available.
 func awaitRecovered(t *testing.T, ns, node string) {
 	t.Helper()
+	untainted(t, node)
+	spreadOverNodes(t, ns, haSpread)
+	membersAndAvailable(t, ns)
+}
+
+// awaitRecoveredUnspread is awaitRecovered with every replica running,
+// wherever it runs.
+func awaitRecoveredUnspread(t *testing.T, ns, node string) {
+	t.Helper()
+	untainted(t, node)
+	for app, want := range haSpread {
+		testutil.Eventually(t, 2*time.Minute, func() error {
+			pods := &corev1.PodList{}
+			if err := lc.Env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+				return err
+			}
+			ready := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && podReady(&p) {
+					ready++
+				}
+			}
+			if ready != want {
+				return fmt.Errorf("%d %s pods ready, want %d", ready, app, want)
+			}
+			return nil
+		})
+	}
+	membersAndAvailable(t, ns)
+}
+
+// untainted waits until node has no taint left.
+func untainted(t *testing.T, node string) {
+	t.Helper()
 	testutil.Eventually(t, time.Minute, func() error {
 		n := &corev1.Node{}
 		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Name: node}, n); err != nil {
 			return err
 		}
-		if len(n.Spec.Taints) > 0 {
-			return fmt.Errorf("node %s is tainted: %v", node, n.Spec.Taints)
+		if len(n.Spec.Taints) > 0 || n.Spec.Unschedulable {
+			return fmt.Errorf("node %s is tainted or cordoned: %v", node, n.Spec.Taints)
 		}
 		return nil
 	})
-	spreadOverNodes(t, ns, haSpread)
+}
+
+// membersAndAvailable waits until every etcd member is ready and the
+// HostedCluster is Available.
+func membersAndAvailable(t *testing.T, ns string) {
+	t.Helper()
 	for _, member := range []string{"etcd-0", "etcd-1", "etcd-2"} {
 		testutil.Eventually(t, 2*time.Minute, func() error {
 			pod := &corev1.Pod{}
