@@ -12,9 +12,10 @@ import (
 // DisruptionBudget is the PodDisruptionBudget of component name's pods:
 // at most maxUnavailable of them evicted at once (a node drain, a
 // management cluster's upgrade), as HyperShift budgets its highly
-// available components. A single replica gets none: a budget would block
-// every drain of its node, and an eviction of the only replica is the
-// same outage as its node's.
+// available components. A single replica gets none: a budget of one
+// unavailable would guard nothing, and one of none would block every
+// drain of its node; evicting the only replica is the outage of its node
+// either way.
 func DisruptionBudget(hcp *hyperv1.HostedControlPlane, name string, maxUnavailable int32) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},

@@ -71,8 +71,9 @@ func ControlPlaneOperatorReplicas(policy hyperv1.AvailabilityPolicy) int32 {
 // ControlPlaneOperatorDisruptionBudget lets a drain evict one CPO pod at a
 // time when there are two (HighlyAvailable): the other, the standby or the
 // leader, stays, and an evicted leader releases its Lease on SIGTERM, so
-// the standby leads at once. A single replica gets none (nil), since a
-// budget would block every drain of its node.
+// the standby leads at once. A single replica gets none (nil): a budget
+// of one unavailable would guard nothing, one of none would block every
+// drain of its node.
 func ControlPlaneOperatorDisruptionBudget(in Inputs) *policyv1.PodDisruptionBudget {
 	if ControlPlaneOperatorReplicas(in.HostedCluster.Spec.ControllerAvailabilityPolicy) < 2 {
 		return nil

@@ -126,7 +126,10 @@ func testLeaderNodeDrained(t *testing.T, ns string, h *hostedCluster) {
 	uncordoned := false
 	t.Cleanup(func() {
 		if !uncordoned {
-			managementKubectl(t, "uncordon", node)
+			// t.Context() is done by the time cleanups run.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			managementKubectlContext(ctx, t, "uncordon", node)
 		}
 	})
 	from := time.Now()
@@ -209,11 +212,17 @@ func respread(t *testing.T, ns string) {
 // managementKubectl runs kubectl against the management cluster.
 func managementKubectl(t *testing.T, args ...string) string {
 	t.Helper()
+	return managementKubectlContext(t.Context(), t, args...)
+}
+
+// managementKubectlContext is managementKubectl under ctx.
+func managementKubectlContext(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
 	root, err := testenv.RepositoryRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(t.Context(), filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig=" + lc.Kubeconfig}, args...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig=" + lc.Kubeconfig}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 	}
@@ -232,11 +241,11 @@ func managementKubectl(t *testing.T, args ...string) string {
 func testLeaderNodeLost(t *testing.T, ns string, h *hostedCluster) {
 	leader, standby, lost := leaderOffEndpoint(t, ns)
 	p := h.probe(t)
+	lostAt := time.Now()
 	comeBack, err := lc.LoseNode(lost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lostAt := time.Now()
 	returned := false
 	t.Cleanup(func() {
 		if !returned {
@@ -252,10 +261,10 @@ func testLeaderNodeLost(t *testing.T, ns string, h *hostedCluster) {
 	assertNodeLostEvent(t, "nodeloss", leader, lost, lostAt)
 	notReady := nodeNotReadySince(t, lost, 2*time.Minute)
 
+	returned = true // once: a second Return would start a second containerd and kubelet
 	if err := comeBack(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	returned = true
 	nodeBack := time.Now()
 	awaitRecovered(t, ns, lost)
 	recovered := time.Now()

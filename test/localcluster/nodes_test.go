@@ -142,11 +142,21 @@ func TestRealNodes(t *testing.T) {
 		if !ok {
 			t.Fatal("no process for the pod")
 		}
+		lost := time.Now()
 		comeBack, err := c.LoseNode("node-1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		lost := time.Now()
+		returned := false
+		t.Cleanup(func() {
+			if !returned { // the next subtests need node-1
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				if err := comeBack(ctx); err != nil {
+					t.Errorf("bringing node-1 back: %v", err)
+				}
+			}
+		})
 		if alive(pid) {
 			t.Errorf("the pod's process %d outlived its node", pid)
 		}
@@ -157,6 +167,7 @@ func TestRealNodes(t *testing.T) {
 		if pod.Status.Phase != corev1.PodRunning {
 			t.Errorf("the pod of the lost node is %s, want Running as the API last heard", pod.Status.Phase)
 		}
+		returned = true
 		if err := comeBack(t.Context()); err != nil {
 			t.Fatal(err)
 		}
