@@ -14,7 +14,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -468,17 +467,26 @@ func assertParentWroteNothing(t *testing.T, ns string, since time.Time) {
 func assertReleaseEvent(t *testing.T, pod, reason string, since time.Time) {
 	t.Helper()
 	want := fmt.Sprintf("Lease released for %s: pod gone (%s)", pod, reason)
+	awaitLeaseReleasedEvent(t, "arbiter", want, func(note string) bool { return note == want }, since)
+}
+
+// awaitLeaseReleasedEvent waits for a LeaseReleased event on HostedCluster
+// clusters/cluster, at or after since, whose note matches (want describes
+// it), and logs it.
+func awaitLeaseReleasedEvent(t *testing.T, cluster, want string, matches func(note string) bool, since time.Time) {
+	t.Helper()
 	testutil.Eventually(t, 10*time.Second, func() error {
 		list := &eventsv1.EventList{}
 		if err := lc.Env.Client.List(t.Context(), list, client.InNamespace("clusters")); err != nil {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Name == "arbiter" && e.Reason == "LeaseReleased" && e.Note == want && !e.EventTime.Before(ptr.To(metav1.NewMicroTime(since.Add(-time.Second)))) {
+			if e.Regarding.Name == cluster && e.Reason == "LeaseReleased" && matches(e.Note) && !e.EventTime.Time.Before(since.Add(-time.Second)) {
+				t.Logf("event on HostedCluster clusters/%s: %s", cluster, e.Note)
 				return nil
 			}
 		}
-		return fmt.Errorf("no event %q on HostedCluster clusters/arbiter", want)
+		return fmt.Errorf("no event %q on HostedCluster clusters/%s", want, cluster)
 	})
 }
 

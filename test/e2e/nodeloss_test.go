@@ -11,7 +11,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -500,19 +499,7 @@ func moveOperatorLeaderOff(t *testing.T, node string) {
 func assertNodeLostEvent(t *testing.T, cluster, pod, node string, since time.Time) {
 	t.Helper()
 	want := fmt.Sprintf("Lease released for %s: its node %s stopped heartbeating ", pod, node)
-	testutil.Eventually(t, 10*time.Second, func() error {
-		list := &eventsv1.EventList{}
-		if err := lc.Env.Client.List(t.Context(), list, client.InNamespace("clusters")); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == cluster && e.Reason == "LeaseReleased" && strings.HasPrefix(e.Note, want) && !e.EventTime.Time.Before(since.Add(-time.Second)) {
-				t.Logf("event on HostedCluster clusters/%s: %s", cluster, e.Note)
-				return nil
-			}
-		}
-		return fmt.Errorf("no event %q... on HostedCluster clusters/%s", want, cluster)
-	})
+	awaitLeaseReleasedEvent(t, cluster, want+"...", func(note string) bool { return strings.HasPrefix(note, want) }, since)
 }
 
 // nodeNotReadySince waits until the node's Ready condition is not True

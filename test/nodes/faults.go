@@ -155,7 +155,8 @@ func (n *Node) Return(ctx context.Context, h *Host, c client.Client) error {
 }
 
 // awaitReadySince waits until the Node is Ready by a status posted at or
-// after since.
+// after since (any, when since is zero); otherwise it says why, with the
+// kubelet's last log lines.
 func (n *Node) awaitReadySince(ctx context.Context, c client.Client, since time.Time, timeout time.Duration) error {
 	return waitFor(ctx, timeout, func() error {
 		node := &corev1.Node{}

@@ -400,21 +400,7 @@ func (n *Node) takePodCIDR(ctx context.Context, c client.Client) error {
 // awaitReady waits until the Node is Ready; otherwise it says why, with
 // the kubelet's last log lines.
 func (n *Node) awaitReady(ctx context.Context, c client.Client, timeout time.Duration) error {
-	return waitFor(ctx, timeout, func() error {
-		node := &corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKey{Name: n.opts.Name}, node); err != nil {
-			return err
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				if cond.Status == corev1.ConditionTrue {
-					return nil
-				}
-				return fmt.Errorf("condition Ready=%s (%s): %s", cond.Status, cond.Reason, cond.Message)
-			}
-		}
-		return errors.New("no Ready condition yet")
-	}, func() string { return tail(filepath.Join(n.opts.Dir, "kubelet.log")) })
+	return n.awaitReadySince(ctx, c, time.Time{}, timeout)
 }
 
 // waitFor polls check until it succeeds or timeout passes; then it fails
