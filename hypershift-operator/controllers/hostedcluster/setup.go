@@ -54,8 +54,9 @@ var clusterScopedObjects = func() labels.Selector {
 // control-plane namespaces, only the CPO Lease of each namespace, of
 // Secrets only the copies it writes (watched for drift; reads of Secrets go
 // past the cache), of ClusterRoleBindings and Services only those it
-// creates, and of DaemonSets only the machine image caches. The admin kubeconfigs it copies from are watched through
-// a cache of their own (kubeconfigSources).
+// creates, of DaemonSets only the machine image caches, and of
+// PodDisruptionBudgets only the CPO's. The admin kubeconfigs it copies from
+// are watched through a cache of their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
@@ -67,6 +68,9 @@ func CacheOptions() cache.Options {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorLeaseName),
 			},
 			&appsv1.DaemonSet{}: {Field: fields.OneTermEqualSelector("metadata.name", hyperv1.MachineImageCacheName)},
+			&policyv1.PodDisruptionBudget{}: {
+				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorName),
+			},
 		},
 	}
 }
@@ -129,7 +133,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace)).
 		Watches(&appsv1.Deployment{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&appsv1.DaemonSet{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
-		Watches(&policyv1.PodDisruptionBudget{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		// A budget's status changes with every pod the disruption
+		// controller counts; only a changed spec or a deletion needs repair.
+		Watches(&policyv1.PodDisruptionBudget{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace, predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.ServiceAccount{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&corev1.Secret{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.Role{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
