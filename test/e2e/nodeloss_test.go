@@ -150,8 +150,8 @@ func testLeaderNodeDrained(t *testing.T, ns string, h *hostedCluster) {
 	if released.IsZero() || takeover.IsZero() {
 		t.Fatalf("the audit log shows no release by the evicted leader %s (%v) or no takeover by %s after it (%v)", leader, released, standby, takeover)
 	}
-	t.Logf("node %s drained in %s (%d lines of kubectl drain); the evicted leader %s released its Lease, and %s led %s later",
-		node, drained.Round(100*time.Millisecond), strings.Count(out, "\n"), leader, standby, takeover.Sub(released).Round(time.Millisecond))
+	t.Logf("node %s drained in %s (%d lines of kubectl drain; eviction to removal: %s); the evicted leader %s released its Lease, and %s led %s later",
+		node, drained.Round(100*time.Millisecond), strings.Count(out, "\n"), evictionTimes(auditEvents(t), ns, from), leader, standby, takeover.Sub(released).Round(time.Millisecond))
 	if took := takeover.Sub(released); took > time.Second {
 		t.Errorf("the standby led %s after the evicted leader released the Lease, want <= 1s", took)
 	}

@@ -2,6 +2,7 @@ package kubeapiserver
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,27 @@ const (
 // 80% of it (support/resources.GoRuntimeEnv). The CPU request is not
 // measured yet.
 var Resources = resources.Defaults{CPU: "200m", Memory: "256Mi", MemoryLimit: "1Gi"}
+
+// ShutdownDelay is how long a kube-apiserver asked to stop keeps serving
+// (its /readyz failing) before it closes its listener: a pod being deleted
+// leaves its Service's EndpointSlice at once, but kube-proxy on each node
+// rewrites its rules a moment later (within its 1 s minimum sync period on
+// an idle node), and a connection it sends to a closed listener is refused
+// (seen in a drain: 1 of 184 requests). Ten seconds covers a busy node
+// several times over, and is what each pod's deletion costs.
+const ShutdownDelay = 10 * time.Second
+
+// WatchDrain is how long, after the delay, it gives its watches to end
+// before it stops: without it, its HTTP server waits the whole shutdown
+// timeout (60 s) for their connections, and the pod is killed at the end
+// of its grace period (a drain waited 72 s for one kube-apiserver pod;
+// with it, the process exits about a second after the delay).
+const WatchDrain = 5 * time.Second
+
+// requestTimeout is the kube-apiserver's --request-timeout default: after
+// the delay it waits for requests in flight, each bounded by it, before it
+// exits; the pod's grace period covers both.
+const requestTimeout = 60 * time.Second
 
 // AuditLogsResources are the audit-logs container's: a copy loop of a few
 // MiB.
@@ -87,6 +109,7 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret),
 		component.SecretVolume("kubelet-client", pki.KubeletClientSecret),
 		component.SecretVolume("encryption-config", pki.EncryptionConfigSecret, pki.EncryptionConfigKey))
+	pod.TerminationGracePeriodSeconds = ptr.To(int64((ShutdownDelay + requestTimeout).Seconds()))
 	if AuditEnabled(audit) {
 		if err := withAuditLog(in, &pod); err != nil {
 			return nil, err
@@ -140,6 +163,8 @@ func args(in component.Inputs, etcdURL string) []string {
 		// pods' addresses, which the hosted cluster cannot reach: the
 		// endpoint is published to clients by spec.services instead.
 		"--endpoint-reconciler-type=none",
+		"--shutdown-delay-duration=" + ShutdownDelay.String(),
+		"--shutdown-watch-termination-grace-period=" + WatchDrain.String(),
 		// Nodes join with bootstrap tokens (kubelet TLS bootstrap). The
 		// kubelets it reaches (logs, exec, port-forward) are verified
 		// against the root CA, which kube-controller-manager signs their
