@@ -101,7 +101,7 @@
 //
 // One exception, under the fence only: a holder whose pod object says it
 // runs, on a node whose kubelet has stopped heartbeating for
-// leasearbiter.DefaultNodeLostAfter (30s; the kubelet renews its node Lease
+// nodeheartbeat.DefaultLostAfter (30s; the kubelet renews its node Lease
 // every 10s), is released as if its pod were gone: a lost node's pods stay
 // Running in the API until the node controller evicts them minutes later.
 // The node may only be cut off, its process still running; that is why the

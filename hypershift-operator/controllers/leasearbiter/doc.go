@@ -38,7 +38,7 @@
 //
 // A holder whose pod object still says it runs, on a node whose kubelet
 // has stopped heartbeating (its node Lease in kube-node-lease unchanged for
-// NodeLostAfter, DefaultNodeLostAfter 30s, as this process saw it and as a
+// nodeheartbeat.DefaultLostAfter, 30s, as this process saw it and as a
 // read from the API server confirms), is released too, but only where the
 // fence is seen in force: a node that is cut off rather than dead may
 // still run the holder's process, and only the fence keeps its writes out

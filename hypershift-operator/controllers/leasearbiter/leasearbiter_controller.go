@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
@@ -58,15 +59,17 @@ type Reconciler struct {
 	Fencing bool
 	// Clock is the real clock when nil.
 	Clock clock.PassiveClock
-	// NodeLostAfter is how long a holder's node may be silent before the
-	// holder counts as lost with it (under a fence only);
-	// DefaultNodeLostAfter when zero.
+	// Heartbeats tracks the kubelets' heartbeats; when nil,
+	// SetupWithManager makes one of its own, counting a node lost after
+	// NodeLostAfter (nodeheartbeat.DefaultLostAfter when zero).
+	Heartbeats    *nodeheartbeat.Tracker
 	NodeLostAfter time.Duration
 
-	// heartbeats are the kubelets' (SetupWithManager), and lostNodes
-	// wakes the Leases whose holders run on a node that went silent.
-	heartbeats *heartbeats
-	lostNodes  chan event.GenericEvent
+	// heartbeats is Heartbeats, or the term's own tracker.
+	heartbeats *nodeheartbeat.Tracker
+	// lostNodes wakes the Leases whose holders run on a node that went
+	// silent.
+	lostNodes chan event.GenericEvent
 
 	holders holders
 	// released maps a Lease to the resourceVersion this arbiter released:

@@ -28,11 +28,11 @@ func (r *Reconciler) releaseIfNodeLost(ctx context.Context, hc *hyperv1.HostedCl
 	if node == "" || r.heartbeats == nil {
 		return ctrl.Result{}, nil
 	}
-	silent, version, ok := r.heartbeats.silence(node)
+	silent, version, ok := r.heartbeats.Silence(node)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	switch left := r.nodeLostAfter() - silent; {
+	switch left := r.heartbeats.After() - silent; {
 	case left > time.Second:
 		return ctrl.Result{}, nil
 	case left > 0:
@@ -46,7 +46,7 @@ func (r *Reconciler) releaseIfNodeLost(ctx context.Context, hc *hyperv1.HostedCl
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("failed to read the heartbeat of node %s: %w", node, err))
 	}
 	if current.ResourceVersion != version {
-		r.heartbeats.observe(current)
+		r.heartbeats.Observe(current)
 		return ctrl.Result{}, nil
 	}
 	fenced, err := r.fenced(ctx, hc, lease.Namespace)
@@ -60,8 +60,12 @@ func (r *Reconciler) releaseIfNodeLost(ctx context.Context, hc *hyperv1.HostedCl
 	return r.release(ctx, hc, lease, fmt.Sprintf("its node %s stopped heartbeating %s ago", node, silent.Round(time.Second)))
 }
 
-// nodeLost wakes the Leases whose holders were last seen on node.
-func (r *Reconciler) nodeLost(node string) {
+// nodeLost wakes the Leases whose holders were last seen on node, when
+// it is lost.
+func (r *Reconciler) nodeLost(node string, lost bool) {
+	if !lost {
+		return
+	}
 	keys := r.holders.onNode(node)
 	if len(keys) == 0 {
 		return
@@ -71,11 +75,4 @@ func (r *Reconciler) nodeLost(node string) {
 			r.lostNodes <- event.GenericEvent{Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 		}
 	}()
-}
-
-func (r *Reconciler) nodeLostAfter() time.Duration {
-	if r.NodeLostAfter > 0 {
-		return r.NodeLostAfter
-	}
-	return DefaultNodeLostAfter
 }

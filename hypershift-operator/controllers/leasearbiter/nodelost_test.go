@@ -1,18 +1,14 @@
 package leasearbiter
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/testutil"
@@ -23,51 +19,6 @@ import (
 const nodeLostAfter = 2 * time.Second
 
 var nodes atomic.Int32
-
-// kubelet renews a node Lease every 300ms, as a kubelet does every 10s,
-// until stopped.
-type kubelet struct {
-	node   string
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startKubelet(t *testing.T) *kubelet {
-	t.Helper()
-	k := &kubelet{node: fmt.Sprintf("node-lost-%d", nodes.Add(1)), done: make(chan struct{})}
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: k.node},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(k.node), LeaseDurationSeconds: ptr.To(int32(40))},
-	}
-	if err := env.Client.Create(t.Context(), lease); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), lease) })
-	ctx, cancel := context.WithCancel(context.Background())
-	k.cancel = cancel
-	go func() {
-		defer close(k.done)
-		for ctx.Err() == nil {
-			now := metav1.NewMicroTime(time.Now())
-			lease.Spec.RenewTime = &now
-			if err := env.Client.Update(ctx, lease); err != nil {
-				_ = env.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(300 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(k.stop)
-	return k
-}
-
-// stop ends the heartbeats, as a lost node's kubelet does.
-func (k *kubelet) stop() {
-	k.cancel()
-	<-k.done
-}
 
 // podOn creates a control-plane-operator pod bound to node, reported
 // Running.
@@ -106,8 +57,8 @@ func TestNodeLost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cp := newControlPlane(t, tc.fence)
-			node := startKubelet(t)
-			cp.podOn(t, "cpo-a", node.node)
+			node := testutil.StartHeartbeats(t, env.Client, fmt.Sprintf("node-lost-%d", nodes.Add(1)))
+			cp.podOn(t, "cpo-a", node.Node)
 			cp.pod(t, "cpo-b")
 			leader := cp.campaign(t, "cpo-a")
 			leader.awaitLead(t, 10*time.Second)
@@ -121,7 +72,7 @@ func TestNodeLost(t *testing.T) {
 			// The node is lost: its kubelet and the leader stop together,
 			// the pod object still says Running.
 			if tc.nodeLost {
-				node.stop()
+				node.Stop()
 			}
 			leader.stop()
 			lost := time.Now()
@@ -148,8 +99,8 @@ func TestNodeLost(t *testing.T) {
 			}
 			testutil.Eventually(t, 10*time.Second, func() error {
 				notes := cp.releaseEvents(t)
-				if len(notes) != 1 || !strings.HasPrefix(notes[0], "Lease released for cpo-a: its node "+node.node+" stopped heartbeating ") {
-					return fmt.Errorf("events %q, want one naming the silent node %s", notes, node.node)
+				if len(notes) != 1 || !strings.HasPrefix(notes[0], "Lease released for cpo-a: its node "+node.Node+" stopped heartbeating ") {
+					return fmt.Errorf("events %q, want one naming the silent node %s", notes, node.Node)
 				}
 				return nil
 			})

@@ -2,13 +2,11 @@ package leasearbiter
 
 import (
 	"context"
-	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
@@ -45,61 +44,34 @@ func AddCacheOptions(opts *cache.Options) {
 // control-plane-operator pod in its namespace changes, and when its
 // HostedCluster does (its fence observed, its pause lifted).
 //
-// It also watches the kubelets' heartbeats, the node Leases of
-// kube-node-lease, through a cache of its own that runs on every replica
-// (warm when a replica comes to lead; a node's silence counts from when
-// the leader first saw its Lease): a node silent for NodeLostAfter wakes
-// the Leases whose holders run on it.
+// A node whose kubelet goes silent (Heartbeats) wakes the Leases whose
+// holders run on it. The tracker is subscribed to for the term only.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	nodeLeases, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient:        mgr.GetHTTPClient(),
-		Scheme:            mgr.GetScheme(),
-		Mapper:            mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{corev1.NamespaceNodeLease: {}},
-		ByObject:          map[client.Object]cache.ByObject{&coordinationv1.Lease{}: {}},
-	})
-	if err != nil {
-		return fmt.Errorf("failed to create the cache of node heartbeats: %w", err)
-	}
-	if err := mgr.Add(standbyCache{nodeLeases}); err != nil {
-		return fmt.Errorf("failed to add the cache of node heartbeats: %w", err)
+	r.heartbeats = r.Heartbeats
+	if r.heartbeats == nil {
+		// One for the term, fed by a cache that runs with it.
+		r.heartbeats = nodeheartbeat.New(r.NodeLostAfter, r.now)
+		if err := r.heartbeats.Watch(mgr); err != nil {
+			return err
+		}
 	}
 	r.lostNodes = make(chan event.GenericEvent)
-	r.heartbeats = &heartbeats{after: r.nodeLostAfter(), now: r.now, lost: r.nodeLost}
-	// The timers stop with the controller.
+	unsubscribe := r.heartbeats.Subscribe(r.nodeLost)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
-		r.heartbeats.stop()
+		unsubscribe()
 		return nil
 	})); err != nil {
 		return err
-	}
-	observe := handler.TypedFuncs[*coordinationv1.Lease, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*coordinationv1.Lease], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.heartbeats.observe(e.Object)
-		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*coordinationv1.Lease], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.heartbeats.observe(e.ObjectNew)
-		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*coordinationv1.Lease], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.heartbeats.forget(e.Object.Name)
-		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("leasearbiter").
 		For(&coordinationv1.Lease{}, builder.WithPredicates(controlPlaneOperatorLease, holderChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(leaseOfNamespace), builder.OnlyMetadata).
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(leaseOfCluster)).
-		WatchesRawSource(source.Kind(nodeLeases, &coordinationv1.Lease{}, observe)).
 		WatchesRawSource(source.Channel(r.lostNodes, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
-
-// standbyCache runs a cache on every replica, as the manager runs its own.
-type standbyCache struct{ cache.Cache }
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (standbyCache) NeedLeaderElection() bool { return false }
 
 // controlPlaneOperatorLease passes the CPO Leases only.
 var controlPlaneOperatorLease = predicate.NewPredicateFuncs(func(obj client.Object) bool {
