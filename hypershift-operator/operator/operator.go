@@ -20,6 +20,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
+	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
@@ -142,6 +143,14 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	recorder := mgr.GetEventRecorder(hostedcluster.FieldOwner)
 	// One provider: the HostedClusters and their NodePools read a payload once.
 	releases := releaseinfo.NewRegistryProvider(releaseinfo.WithInsecureRegistries(o.InsecureRegistries...))
+	// The kubelets' heartbeats, tracked on every replica (warm when one
+	// comes to lead): the lease arbiter releases the Lease of a leader on a
+	// lost node, the HostedClusters say when their control planes run only
+	// on lost nodes.
+	heartbeats := nodeheartbeat.New(nodeheartbeat.DefaultLostAfter, nil)
+	if err := heartbeats.Watch(mgr); err != nil {
+		return err
+	}
 	reconciler := &hostedcluster.Reconciler{
 		Fencing:                          fencing,
 		Probe:                            hostedcluster.ImpersonatingProbe{Config: restConfig},
@@ -154,6 +163,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Recorder:                         recorder,
 		TeardownTimeout:                  o.TeardownTimeout,
 		EnableMonitoring:                 o.EnableMonitoring,
+		Heartbeats:                       heartbeats,
 	}
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err
@@ -169,7 +179,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(ctx, mgr.GetClient(), leading)); err != nil {
 		return fmt.Errorf("failed to register the HostedCluster duration metrics: %w", err)
 	}
-	arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active()}
+	arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active(), Heartbeats: heartbeats}
 	if err := mgr.AddPerTerm(arbiter.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the lease arbiter: %w", err)
 	}

@@ -284,6 +284,10 @@ const (
 	// ControlPlaneOperatorSilentReason: Available=Unknown, no
 	// control-plane-operator has renewed the Lease for its lease duration.
 	ControlPlaneOperatorSilentReason = "ControlPlaneOperatorSilent"
+	// ControlPlaneNodeLostReason: Available=False, the control plane's
+	// kube-apiservers, or a quorum of its etcd members, run only on nodes
+	// whose kubelets have stopped heartbeating.
+	ControlPlaneNodeLostReason = "ControlPlaneNodeLost"
 	// ServiceMonitorCRDMissingReason: Monitoring=False, the cluster has no
 	// ServiceMonitor CRD.
 	ServiceMonitorCRDMissingReason = "ServiceMonitorCRDMissing"

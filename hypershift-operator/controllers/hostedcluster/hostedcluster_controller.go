@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
@@ -88,9 +89,15 @@ type Reconciler struct {
 	// metrics Service and a Prometheus Operator ServiceMonitor for the
 	// control-plane-operator.
 	EnableMonitoring bool
+	// Heartbeats tracks the kubelets' heartbeats: a control plane that
+	// runs only on lost nodes is reported unavailable. Nil turns that off.
+	Heartbeats *nodeheartbeat.Tracker
 
 	fences fences
-	leases *leaseClock
+	// lostNodes remembers the HostedClusters reported because of each lost
+	// node.
+	lostNodes lostNodeClusters
+	leases    *leaseClock
 	// waits spaces the passes of HostedClusters that wait on their user
 	// (waitBackoff).
 	waits *waitBackoff

@@ -17,7 +17,8 @@ import (
 
 // observe reads what status shows of a claimed control plane, even when a
 // phase failed: the HostedControlPlane, the CPO Deployment and the CPO
-// Lease (observation), and what the API server does with the fence
+// Lease (observation), whether lost nodes keep it from serving
+// (observeLostNodes), and what the API server does with the fence
 // (observeFencing). A read that fails leaves observed nil: status then
 // keeps what it showed.
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -45,6 +46,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	s.observed = &observation{hcp: hcp, deployment: deployment, lease: lease}
 	if silent, duration := r.silentLease(lease); silent {
 		s.observed.silentFor = duration
+	}
+	if err := r.observeLostNodes(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.observeFencing(ctx, s, lease)
 }

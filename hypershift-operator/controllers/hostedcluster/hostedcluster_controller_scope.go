@@ -110,6 +110,9 @@ type observation struct {
 	// silentFor is the Lease's duration when it has gone that long
 	// without a change (leaseClock); zero otherwise.
 	silentFor time.Duration
+	// lostNodes says why the control plane cannot serve while nodes are
+	// lost (observeLostNodes); empty otherwise.
+	lostNodes string
 }
 
 // waitKind says how a blocked pass is retried.

@@ -111,11 +111,14 @@ func (r *Reconciler) setObserved(s *scope) {
 		setValidConfiguration(s, o.hcp)
 	}
 	r.setVersion(s, o.hcp, o.deployment, s.err)
-	if o.silentFor > 0 {
+	switch {
+	case o.lostNodes != "":
+		s.set(hyperv1.Available, metav1.ConditionFalse, hyperv1.ControlPlaneNodeLostReason, o.lostNodes)
+	case o.silentFor > 0:
 		s.set(hyperv1.Available, metav1.ConditionUnknown, hyperv1.ControlPlaneOperatorSilentReason,
 			fmt.Sprintf("No control-plane-operator has renewed Lease %s/%s for its lease duration (%s): nothing is known to run this control plane, and its last reported status may be stale",
 				s.namespace, hyperv1.ControlPlaneOperatorLeaseName, o.silentFor))
-	} else {
+	default:
 		setAvailable(s, o.hcp)
 	}
 	if o.hcp != nil {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -119,7 +120,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.waits = &waitBackoff{clock: clock.RealClock{}}
 	r.leases = &leaseClock{clock: clock.RealClock{}, fallback: r.ControlPlaneOperatorTimings.LeaseDuration, requests: r.clusterFromLease}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(clusterFromAnnotation)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Heartbeats != nil {
+		// A node lost or found wakes the HostedClusters whose control planes
+		// serve from it, for this term only.
+		wake := make(chan event.GenericEvent)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			unsubscribe := r.Heartbeats.Subscribe(func(node string, _ bool) { go r.wakeClustersOnNode(ctx, node, wake) })
+			<-ctx.Done()
+			unsubscribe()
+			return nil
+		})); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named("hostedcluster").
 		For(&hyperv1.HostedCluster{}).
 		// The HostedCluster refused a node port another holds learns when

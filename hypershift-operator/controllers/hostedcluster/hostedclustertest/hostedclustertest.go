@@ -64,6 +64,11 @@ func StartOperator(t testing.TB, cfg *rest.Config, mutate func(*hostedcluster.Re
 	if mutate != nil {
 		mutate(r)
 	}
+	if r.Heartbeats != nil {
+		if err := r.Heartbeats.Watch(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := r.SetupCaches(t.Context(), mgr); err != nil {
 		t.Fatal(err)
 	}

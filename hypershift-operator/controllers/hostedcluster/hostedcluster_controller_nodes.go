@@ -1,0 +1,218 @@
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+)
+
+// A control plane whose kube-apiservers, or a quorum of whose etcd
+// members, run only on lost nodes (their kubelets silent for the
+// heartbeat tracker's bound) cannot serve, whatever its last reported
+// status says: the HostedCluster says so, naming the nodes, as soon as the
+// tracker counts them lost. Nothing is read while no node is lost; then
+// each pass of a HostedCluster lists its control plane's kube-apiserver
+// and etcd pods, and a node that is lost or found again wakes the
+// HostedClusters with such pods on it.
+
+// The ControlPlaneComponentLabel values of the pods that serve the hosted
+// API.
+const (
+	kubeAPIServerComponent = "kube-apiserver"
+	etcdComponent          = "etcd"
+)
+
+// servingPods selects the kube-apiserver and etcd pods.
+var servingPods = func() labels.Selector {
+	req, err := labels.NewRequirement(hyperv1.ControlPlaneComponentLabel, selection.In, []string{kubeAPIServerComponent, etcdComponent})
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
+
+// lostNodeClusters remembers, by node, the HostedClusters reported as
+// unable to serve because of it, so that its return wakes them even when
+// their pods have left it meanwhile.
+type lostNodeClusters struct {
+	mu     sync.Mutex
+	byNode map[string]map[types.NamespacedName]struct{}
+}
+
+func (l *lostNodeClusters) add(cluster types.NamespacedName, nodes []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byNode == nil {
+		l.byNode = map[string]map[types.NamespacedName]struct{}{}
+	}
+	for _, node := range nodes {
+		if l.byNode[node] == nil {
+			l.byNode[node] = map[types.NamespacedName]struct{}{}
+		}
+		l.byNode[node][cluster] = struct{}{}
+	}
+}
+
+// take returns and forgets the HostedClusters reported because of node.
+func (l *lostNodeClusters) take(node string) []types.NamespacedName {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []types.NamespacedName
+	for cluster := range l.byNode[node] {
+		out = append(out, cluster)
+	}
+	delete(l.byNode, node)
+	return out
+}
+
+// observeLostNodes sets observed.lostNodes when nodes are lost and the
+// control plane cannot serve because of them.
+func (r *Reconciler) observeLostNodes(ctx context.Context, s *scope) error {
+	if r.Heartbeats == nil {
+		return nil
+	}
+	lost := r.Heartbeats.Lost()
+	if len(lost) == 0 {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: servingPods}); err != nil {
+		return fmt.Errorf("failed to list the kube-apiserver and etcd pods while nodes are lost: %w", err)
+	}
+	message, nodes := cannotServe(pods.Items, lost, r.Heartbeats.After())
+	if message == "" {
+		return nil
+	}
+	s.observed.lostNodes = message
+	r.lostNodes.add(client.ObjectKeyFromObject(s.hc), nodes)
+	return nil
+}
+
+// cannotServe says why a control plane with pods cannot serve while the
+// nodes lost are silent (for at least after), and names those nodes;
+// empty when it can.
+func cannotServe(pods []corev1.Pod, lost map[string]time.Duration, after time.Duration) (string, []string) {
+	onLost := func(p corev1.Pod) bool { _, ok := lost[p.Spec.NodeName]; return ok && p.Spec.NodeName != "" }
+	var why []string
+	nodes := map[string]struct{}{}
+	// kube-apiserver: down when some run on lost nodes and none runs
+	// anywhere else.
+	var apiLost []string
+	serving := 0
+	for _, p := range pods {
+		if p.Labels[hyperv1.ControlPlaneComponentLabel] != kubeAPIServerComponent {
+			continue
+		}
+		switch {
+		case onLost(p):
+			apiLost = append(apiLost, p.Spec.NodeName)
+		case p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning:
+			serving++
+		}
+	}
+	if len(apiLost) > 0 && serving == 0 {
+		why = append(why, "its kube-apiserver runs only on "+nodeList(apiLost))
+		for _, n := range apiLost {
+			nodes[n] = struct{}{}
+		}
+	}
+	// etcd: down when a quorum of its members is on lost nodes.
+	var etcdLost []string
+	members := 0
+	for _, p := range pods {
+		if p.Labels[hyperv1.ControlPlaneComponentLabel] != etcdComponent {
+			continue
+		}
+		members++
+		if onLost(p) {
+			etcdLost = append(etcdLost, p.Spec.NodeName)
+		}
+	}
+	if len(etcdLost) > 0 && len(etcdLost) >= members/2+1 {
+		why = append(why, fmt.Sprintf("%d of its %d etcd members are on %s, so etcd has lost its quorum", len(etcdLost), members, nodeList(etcdLost)))
+		for _, n := range etcdLost {
+			nodes[n] = struct{}{}
+		}
+	}
+	if len(why) == 0 {
+		return "", nil
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range nodes {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	// The message stays the same while the nodes stay silent: it names the
+	// bound, not the growing silence, so status is written once.
+	kubelets, returns := "the kubelet of node "+names[0]+" has", "the node returns"
+	if len(names) > 1 {
+		kubelets, returns = "the kubelets of nodes "+strings.Join(names, ", ")+" have", "the nodes return"
+	}
+	return fmt.Sprintf("The hosted control plane cannot serve: %s; %s not heartbeated for over %s. It serves again, with its data, when %s",
+		strings.Join(why, ", and "), kubelets, after, returns), names
+}
+
+// nodeList names the distinct nodes of names, sorted: "node a" or "nodes
+// a, b".
+func nodeList(names []string) string {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	if len(names) == 1 {
+		return "node " + names[0]
+	}
+	return "nodes " + strings.Join(names, ", ")
+}
+
+// wakeClustersOnNode sends on wake the HostedClusters whose kube-apiserver
+// or etcd pods are on node, and those reported because of it, until ctx
+// (the term's) ends.
+func (r *Reconciler) wakeClustersOnNode(ctx context.Context, node string, wake chan<- event.GenericEvent) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	log := ctrl.LoggerFrom(ctx).WithValues("node", node)
+	clusters := map[types.NamespacedName]struct{}{}
+	for _, c := range r.lostNodes.take(node) {
+		clusters[c] = struct{}{}
+	}
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.MatchingLabelsSelector{Selector: servingPods}, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		log.Error(err, "Failed to list the kube-apiserver and etcd pods of a node whose heartbeat changed")
+	}
+	namespaces := map[string]struct{}{}
+	for _, p := range pods.Items {
+		namespaces[p.Namespace] = struct{}{}
+	}
+	for ns := range namespaces {
+		hcs := &hyperv1.HostedClusterList{}
+		if err := r.Client.List(ctx, hcs, client.MatchingFields{controlPlaneNamespaceIndex: ns}); err != nil {
+			log.Error(err, "Failed to list the HostedClusters of a control-plane namespace", "namespace", ns)
+			continue
+		}
+		for i := range hcs.Items {
+			clusters[client.ObjectKeyFromObject(&hcs.Items[i])] = struct{}{}
+		}
+	}
+	for c := range clusters {
+		hc := &hyperv1.HostedCluster{}
+		hc.Namespace, hc.Name = c.Namespace, c.Name
+		select {
+		case wake <- event.GenericEvent{Object: hc}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
