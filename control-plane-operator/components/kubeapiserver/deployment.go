@@ -92,7 +92,11 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	container := component.Container(Name, image, []string{"/usr/bin/kube-apiserver"}, append(args(in, etcdURL), auditArgs(audit)...), res)
 	container.Env = append(container.Env, goRuntime...)
 	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
-	container.LivenessProbe = podspec.HTTPProbe("/livez", "https", corev1.URISchemeHTTPS, 30, 10, 6)
+	// Alive whether or not etcd answers: restarting the kube-apiserver
+	// does not bring etcd back, and a single replica restarted just as its
+	// etcd returns (a lost node back after a minute) refuses every request
+	// a while longer. Ready only with etcd.
+	container.LivenessProbe = podspec.HTTPProbe("/livez?exclude=etcd", "https", corev1.URISchemeHTTPS, 30, 10, 6)
 	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "https", corev1.URISchemeHTTPS, 5, 5, 3)
 	container.VolumeMounts = []corev1.VolumeMount{
 		component.Mount("serving-cert", servingDir),
