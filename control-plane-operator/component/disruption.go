@@ -23,6 +23,10 @@ func DisruptionBudget(hcp *hyperv1.HostedControlPlane, name string, maxUnavailab
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
 			Selector:       &metav1.LabelSelector{MatchLabels: Selector(name)},
+			// A pod that is not ready serves nothing the budget guards:
+			// evicting it never waits (by default, a crash-looping replica
+			// and one more unavailable would hold a drain for good).
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
 }

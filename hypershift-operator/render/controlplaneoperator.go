@@ -84,6 +84,9 @@ func ControlPlaneOperatorDisruptionBudget(in Inputs) *policyv1.PodDisruptionBudg
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 			Selector:       &metav1.LabelSelector{MatchLabels: controlPlaneOperatorSelector()},
+			// A replica that is not ready leads nothing: evicting it never
+			// waits.
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
 }

@@ -153,6 +153,9 @@ func disruptionBudget(in component.Inputs, members int) *policyv1.PodDisruptionB
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: ptr.To(intstr.FromInt32(int32(members/2 + 1))),
 			Selector:     &metav1.LabelSelector{MatchLabels: component.Selector(Name)},
+			// A member that is not ready counts for no quorum: evicting it
+			// never waits.
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
 }
