@@ -105,10 +105,10 @@ func (c *Cluster) LoseNode(name string) (comeBack func(context.Context) error, e
 	if node == nil {
 		return nil, fmt.Errorf("no node %q in this cluster", name)
 	}
-	if err := node.Lose(); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error { return node.Return(ctx, c.host, c.Env.Client) }, nil
+	comeBack = func(ctx context.Context) error { return node.Return(ctx, c.host, c.Env.Client) }
+	// A loss that failed half-way has killed some of the node: comeBack
+	// brings it back all the same.
+	return comeBack, node.Lose()
 }
 
 // PartitionNode cuts the node named name and its pods off from the API

@@ -122,13 +122,18 @@ func (n *Node) Lose() error {
 	for _, root := range roots {
 		killCgroup(root)
 	}
-	// A killed process leaves its cgroup once it has exited.
+	// A killed process leaves its cgroup once it has exited; one forked
+	// meanwhile (by a shim that had not been killed yet) is killed on the
+	// next round.
 	deadline := time.Now().Add(10 * time.Second)
 	for slices.ContainsFunc(roots, cgroupHoldsProcesses) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node %s: processes of its pods still run 10s after SIGKILL", n.Name)
 		}
 		time.Sleep(50 * time.Millisecond)
+		for _, root := range roots {
+			killCgroup(root)
+		}
 	}
 	return nil
 }
@@ -187,6 +192,10 @@ func (n *Node) RestartKubelet(ctx context.Context, h *Host, c client.Client) err
 	if kubelet == nil {
 		return fmt.Errorf("node %s runs no kubelet", n.Name)
 	}
+	// Ready counts only by a status posted since the kill, to the second:
+	// the kill comes right after a second begins, so that a status the old
+	// kubelet posted in the same second cannot pass for the new one's.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	restarted := time.Now().Truncate(time.Second)
 	if err := kubelet.Signal(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("node %s: failed to kill its kubelet: %w", n.Name, err)
