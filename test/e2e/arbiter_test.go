@@ -413,12 +413,9 @@ func makeLeader(t *testing.T, ns, name string) {
 // Lease was received and when the next holder's first Lease write was.
 func parentRelease(t *testing.T, ns string, since time.Time) (released, takeover time.Time) {
 	t.Helper()
-	// The audit log is written as each request completes: a takeover the
-	// test has seen through the API may reach the file a moment later.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	scanAudit(t, func(events []auditv1.Event) bool {
 		released, takeover = time.Time{}, time.Time{}
-		for _, e := range leaseWritesIn(auditEvents(t), ns, since, time.Now()) {
+		for _, e := range leaseWritesIn(events, ns, since, time.Now()) {
 			switch {
 			case !auditlog.Succeeded(e):
 			case e.User.Username == hoUser && released.IsZero():
@@ -427,15 +424,22 @@ func parentRelease(t *testing.T, ns string, since time.Time) (released, takeover
 				takeover = e.RequestReceivedTimestamp.Time
 			}
 		}
-		if (!released.IsZero() && !takeover.IsZero()) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return !released.IsZero() && !takeover.IsZero()
+	})
 	if released.IsZero() || takeover.IsZero() {
 		t.Fatalf("the audit log shows no release by the hypershift-operator (%v) or no takeover after it (%v)", released, takeover)
 	}
 	return released, takeover
+}
+
+// scanAudit calls found with the audit log until it returns true, for up
+// to 5 seconds: the log is written as each request completes, so a write
+// the test has seen through the API may reach the file a moment later.
+func scanAudit(t *testing.T, found func(events []auditv1.Event) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !found(auditEvents(t)) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // podDeleted returns when the API server received the delete of the pod

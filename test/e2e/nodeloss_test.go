@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -37,7 +38,9 @@ const (
 
 // testNodeLoss: a HighlyAvailable cluster at the default 60s CPO lease,
 // spread over three nodes, loses the node of its CPO leader, then has the
-// node of its next leader cut off from the management API server.
+// node of its next leader cut off from the management API server, then the
+// node of the hypershift-operator's leader; then a SingleReplica cluster
+// loses the node of its etcd member.
 func testNodeLoss(t *testing.T) {
 	if len(lc.Nodes) < 3 {
 		t.Skipf("losing a node of a HighlyAvailable control plane takes 3 nodes (etcd's quorum, and the endpoint's node kept); this run has %d (E2E_NODES)", len(lc.Nodes))
@@ -53,7 +56,9 @@ func testNodeLoss(t *testing.T) {
 	t.Run("the leader's node is drained", func(t *testing.T) { testLeaderNodeDrained(t, ns, h) })
 	t.Run("the leader's node is lost", func(t *testing.T) { testLeaderNodeLost(t, ns, h) })
 	t.Run("the leader's node is cut off from the API server", func(t *testing.T) { testLeaderNodePartitioned(t, ns, h) })
+	t.Run("the hypershift-operator's leader's node is cut off from the API server", func(t *testing.T) { testOperatorLeaderNodePartitioned(t, ns) })
 	execute(t, cluster.NewDestroyCommand(), "cluster", "--name=nodeloss", "--namespace=clusters", "--wait", "--timeout=4m")
+	t.Run("a single-replica control plane's node is lost", testSingleReplicaNodeLost)
 }
 
 // haSpread are the replicas of a HighlyAvailable control plane spread
@@ -96,7 +101,19 @@ func testLeaderKubeletRestart(t *testing.T, ns string, h *hostedCluster) {
 		t.Fatal(err)
 	}
 	back := time.Since(from)
-	time.Sleep(15 * time.Second) // several renewals and the kubelet's first pod syncs
+	// The leader renews after the restart (at the default timings, every
+	// 30 s), and the kubelet has synced its pods by then.
+	renewedSince := time.Now()
+	testutil.Eventually(t, time.Minute, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
+			return err
+		}
+		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(renewedSince) {
+			return fmt.Errorf("the Lease was last renewed at %v, before the kubelet was back", lease.Spec.RenewTime)
+		}
+		return nil
+	})
 	if h := holder(t, ns); h != leader {
 		t.Errorf("the Lease went from %s to %q over a kubelet restart", leader, h)
 	}
@@ -138,15 +155,19 @@ func testLeaderNodeDrained(t *testing.T, ns string, h *hostedCluster) {
 	// The evicted leader's last write before the standby's first is its
 	// release (the ones before are renewals).
 	var released, takeover time.Time
-	for _, e := range leaseWritesIn(auditEvents(t), ns, from, time.Now()) {
-		switch {
-		case !auditlog.Succeeded(e) || !takeover.IsZero():
-		case podOf(e) == leader:
-			released = e.RequestReceivedTimestamp.Time
-		case podOf(e) == standby && !released.IsZero():
-			takeover = e.RequestReceivedTimestamp.Time
+	scanAudit(t, func(events []auditv1.Event) bool {
+		released, takeover = time.Time{}, time.Time{}
+		for _, e := range leaseWritesIn(events, ns, from, time.Now()) {
+			switch {
+			case !auditlog.Succeeded(e) || !takeover.IsZero():
+			case podOf(e) == leader:
+				released = e.RequestReceivedTimestamp.Time
+			case podOf(e) == standby && !released.IsZero():
+				takeover = e.RequestReceivedTimestamp.Time
+			}
 		}
-	}
+		return !released.IsZero() && !takeover.IsZero()
+	})
 	if released.IsZero() || takeover.IsZero() {
 		t.Fatalf("the audit log shows no release by the evicted leader %s (%v) or no takeover by %s after it (%v)", leader, released, standby, takeover)
 	}
@@ -241,18 +262,7 @@ func testLeaderNodeLost(t *testing.T, ns string, h *hostedCluster) {
 	leader, standby, lost := leaderOffEndpoint(t, ns)
 	p := h.probe(t)
 	lostAt := time.Now()
-	comeBack, err := lc.LoseNode(lost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	returned := false
-	t.Cleanup(func() {
-		if !returned {
-			if err := comeBack(context.Background()); err != nil {
-				t.Errorf("bringing node %s back: %v", lost, err)
-			}
-		}
-	})
+	comeBack := loseNode(t, lost)
 	t.Logf("node %s lost, with the CPO leader %s; the standby %s runs on %s", lost, leader, standby, nodeOf(t, ns, standby))
 
 	awaitHolder(t, ns, standby, 60*time.Second)
@@ -260,10 +270,7 @@ func testLeaderNodeLost(t *testing.T, ns string, h *hostedCluster) {
 	assertNodeLostEvent(t, "nodeloss", leader, lost, lostAt)
 	notReady := nodeNotReadySince(t, lost, 2*time.Minute)
 
-	returned = true // once: a second Return would start a second containerd and kubelet
-	if err := comeBack(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	comeBack()
 	nodeBack := time.Now()
 	awaitRecovered(t, ns, lost)
 	recovered := time.Now()
@@ -294,26 +301,12 @@ func testLeaderNodePartitioned(t *testing.T, ns string, h *hostedCluster) {
 	leader, standby, node := leaderOffEndpoint(t, ns)
 	restarts := cpoRestarts(t, ns, leader)
 	p := h.probe(t)
-	heal, err := lc.PartitionNode(node)
-	if err != nil {
-		t.Fatal(err)
-	}
+	heal := partitionNode(t, node)
 	cutAt := time.Now()
-	healed := false
-	t.Cleanup(func() {
-		if !healed {
-			if err := heal(); err != nil {
-				t.Errorf("healing the partition of node %s: %v", node, err)
-			}
-		}
-	})
 	t.Logf("node %s cut off from the API server, with the CPO leader %s; the standby %s runs on %s", node, leader, standby, nodeOf(t, ns, standby))
 	awaitHolder(t, ns, standby, 60*time.Second)
 	released, takeover := parentRelease(t, ns, cutAt)
-	if err := heal(); err != nil {
-		t.Fatal(err)
-	}
-	healed = true
+	heal()
 	healAt := time.Now()
 	awaitRestarted(t, ns, leader, restarts)
 	exited := time.Now()
