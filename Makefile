@@ -44,7 +44,7 @@ CONTAINER_TOOL ?= docker
 
 # A package's tests may wait for another's real nodes (one set at a time on a
 # machine: the end-to-end stories hold them for about 15 minutes).
-GO_TEST_FLAGS ?= -race -count=1 -timeout=45m
+GO_TEST_FLAGS ?= -race -count=1 -timeout=60m
 
 ##@ General
 
@@ -194,7 +194,7 @@ test: nodepkgs build testbin clusterbin ## Run the unit and envtest integration 
 
 .PHONY: test-e2e
 test-e2e: nodepkgs build testbin clusterbin localbin ## Run only the end-to-end stories on the local cluster, on three real nodes (E2E_NODES=n for another count).
-	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=40m -v ./test/e2e/...
+	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=50m -v ./test/e2e/...
 
 .PHONY: test-all
 test-all: nodepkgs build testbin clusterbin localbin ## Run every test, end-to-end stories included, in one go test run (what CI runs).

@@ -70,14 +70,14 @@ func (l *Lock) Release() error {
 }
 
 // LockForTest takes the machine's lock for t, waiting for other packages'
-// tests (the end-to-end stories hold it for about 32 minutes, on three
+// tests (the end-to-end stories hold it for about 36 minutes, on three
 // nodes; go test runs a package beside them), and returns
 // it. When t ends, after the cleanups t registers later (its nodes' stop),
 // it checks that the machine is as it found it under the lock, then
 // releases the lock.
 func LockForTest(t testing.TB) *Lock {
 	t.Helper()
-	lock, err := TakeLock(40 * time.Minute)
+	lock, err := TakeLock(50 * time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
