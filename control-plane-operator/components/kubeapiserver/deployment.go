@@ -56,10 +56,13 @@ const ShutdownDelay = 10 * time.Second
 // with it, the process exits about a second after the delay).
 const WatchDrain = 5 * time.Second
 
-// requestTimeout is the kube-apiserver's --request-timeout default: after
-// the delay it waits for requests in flight, each bounded by it, before it
-// exits; the pod's grace period covers both.
-const requestTimeout = 60 * time.Second
+// requestsDrain is how long, after the delay, it may finish the requests
+// in flight before it is killed: most end in milliseconds, and one that
+// waits on an etcd going away with it (its namespace deleted) would hold
+// the pod for its whole request timeout (60 s), and every teardown with
+// it. Delay and drain make the pod's grace period, 30 s, Kubernetes'
+// default.
+const requestsDrain = 20 * time.Second
 
 // AuditLogsResources are the audit-logs container's: a copy loop of a few
 // MiB.
@@ -113,7 +116,7 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("service-account-key", pki.ServiceAccountKeySecret),
 		component.SecretVolume("kubelet-client", pki.KubeletClientSecret),
 		component.SecretVolume("encryption-config", pki.EncryptionConfigSecret, pki.EncryptionConfigKey))
-	pod.TerminationGracePeriodSeconds = ptr.To(int64((ShutdownDelay + requestTimeout).Seconds()))
+	pod.TerminationGracePeriodSeconds = ptr.To(int64((ShutdownDelay + requestsDrain).Seconds()))
 	if AuditEnabled(audit) {
 		if err := withAuditLog(in, &pod); err != nil {
 			return nil, err
