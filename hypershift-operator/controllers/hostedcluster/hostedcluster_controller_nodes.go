@@ -3,6 +3,7 @@ package hostedcluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -23,10 +24,10 @@ import (
 // members, run only on lost nodes (their kubelets silent for the
 // heartbeat tracker's bound) cannot serve, whatever its last reported
 // status says: the HostedCluster says so, naming the nodes, as soon as the
-// tracker counts them lost. Nothing is read while no node is lost; then
-// each pass of a HostedCluster lists its control plane's kube-apiserver
-// and etcd pods, and a node that is lost or found again wakes the
-// HostedClusters with such pods on it.
+// tracker counts them lost. Nothing is read while no node is lost. A lost
+// node's kube-apiserver and etcd pods are listed once (by spec.nodeName),
+// and only the HostedClusters they belong to are woken and, on each pass
+// while the node stays lost, list their own; its return wakes them again.
 
 // The ControlPlaneComponentLabel values of the pods that serve the hosted
 // API.
@@ -44,29 +45,42 @@ var servingPods = func() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }()
 
-// lostNodeClusters remembers, by node, the HostedClusters reported as
-// unable to serve because of it, so that its return wakes them even when
-// their pods have left it meanwhile.
+// lostNodeClusters remembers, by lost node, the HostedClusters whose
+// kube-apiserver or etcd pods ran on it when it was lost: only their
+// passes read pods, and its return wakes them, even when their pods have
+// left it meanwhile.
 type lostNodeClusters struct {
 	mu     sync.Mutex
 	byNode map[string]map[types.NamespacedName]struct{}
 }
 
-func (l *lostNodeClusters) add(cluster types.NamespacedName, nodes []string) {
+func (l *lostNodeClusters) add(node string, clusters []types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.byNode == nil {
 		l.byNode = map[string]map[types.NamespacedName]struct{}{}
 	}
-	for _, node := range nodes {
-		if l.byNode[node] == nil {
-			l.byNode[node] = map[types.NamespacedName]struct{}{}
-		}
+	if l.byNode[node] == nil {
+		l.byNode[node] = map[types.NamespacedName]struct{}{}
+	}
+	for _, cluster := range clusters {
 		l.byNode[node][cluster] = struct{}{}
 	}
 }
 
-// take returns and forgets the HostedClusters reported because of node.
+// affects reports whether cluster had pods on one of the nodes lost.
+func (l *lostNodeClusters) affects(cluster types.NamespacedName, lost map[string]time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for node := range lost {
+		if _, ok := l.byNode[node][cluster]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// take returns and forgets the HostedClusters recorded for node.
 func (l *lostNodeClusters) take(node string) []types.NamespacedName {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,26 +99,21 @@ func (r *Reconciler) observeLostNodes(ctx context.Context, s *scope) error {
 		return nil
 	}
 	lost := r.Heartbeats.Lost()
-	if len(lost) == 0 {
+	if len(lost) == 0 || !r.lostNodes.affects(client.ObjectKeyFromObject(s.hc), lost) {
 		return nil
 	}
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: servingPods}); err != nil {
 		return fmt.Errorf("failed to list the kube-apiserver and etcd pods while nodes are lost: %w", err)
 	}
-	message, nodes := cannotServe(pods.Items, lost, r.Heartbeats.After())
-	if message == "" {
-		return nil
-	}
-	s.observed.lostNodes = message
-	r.lostNodes.add(client.ObjectKeyFromObject(s.hc), nodes)
+	s.observed.lostNodes = cannotServe(pods.Items, lost, r.Heartbeats.After())
 	return nil
 }
 
 // cannotServe says why a control plane with pods cannot serve while the
-// nodes lost are silent (for at least after), and names those nodes;
-// empty when it can.
-func cannotServe(pods []corev1.Pod, lost map[string]time.Duration, after time.Duration) (string, []string) {
+// nodes lost are silent (for at least after), naming those nodes; empty
+// when it can.
+func cannotServe(pods []corev1.Pod, lost map[string]time.Duration, after time.Duration) string {
 	onLost := func(p corev1.Pod) bool { _, ok := lost[p.Spec.NodeName]; return ok && p.Spec.NodeName != "" }
 	var why []string
 	nodes := map[string]struct{}{}
@@ -148,15 +157,9 @@ func cannotServe(pods []corev1.Pod, lost map[string]time.Duration, after time.Du
 		}
 	}
 	if len(why) == 0 {
-		return "", nil
+		return ""
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range nodes {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(nodes))
 	// The message stays the same while the nodes stay silent: it names the
 	// bound, not the growing silence, so status is written once.
 	kubelets, returns := "the kubelet of node "+names[0]+" has", "the node returns"
@@ -164,7 +167,7 @@ func cannotServe(pods []corev1.Pod, lost map[string]time.Duration, after time.Du
 		kubelets, returns = "the kubelets of nodes "+strings.Join(names, ", ")+" have", "the nodes return"
 	}
 	return fmt.Sprintf("The hosted control plane cannot serve: %s; %s not heartbeated for over %s. It serves again, with its data, when %s",
-		strings.Join(why, ", and "), kubelets, after, returns), names
+		strings.Join(why, ", and "), kubelets, after, returns)
 }
 
 // nodeList names the distinct nodes of names, sorted: "node a" or "nodes
@@ -177,36 +180,22 @@ func nodeList(names []string) string {
 	return "nodes " + strings.Join(names, ", ")
 }
 
-// wakeClustersOnNode sends on wake the HostedClusters whose kube-apiserver
-// or etcd pods are on node, and those reported because of it, until ctx
-// (the term's) ends.
-func (r *Reconciler) wakeClustersOnNode(ctx context.Context, node string, wake chan<- event.GenericEvent) {
+// wakeClustersOnNode sends on wake, until ctx (the term's) ends, the
+// HostedClusters a node lost or found concerns: when it is lost, those
+// whose kube-apiserver or etcd pods are on it, recorded for their passes;
+// when it is found, those recorded.
+func (r *Reconciler) wakeClustersOnNode(ctx context.Context, node string, lost bool, wake chan<- event.GenericEvent) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	log := ctrl.LoggerFrom(ctx).WithValues("node", node)
-	clusters := map[types.NamespacedName]struct{}{}
-	for _, c := range r.lostNodes.take(node) {
-		clusters[c] = struct{}{}
-	}
-	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.MatchingLabelsSelector{Selector: servingPods}, client.MatchingFields{"spec.nodeName": node}); err != nil {
-		log.Error(err, "Failed to list the kube-apiserver and etcd pods of a node whose heartbeat changed")
-	}
-	namespaces := map[string]struct{}{}
-	for _, p := range pods.Items {
-		namespaces[p.Namespace] = struct{}{}
-	}
-	for ns := range namespaces {
-		hcs := &hyperv1.HostedClusterList{}
-		if err := r.Client.List(ctx, hcs, client.MatchingFields{controlPlaneNamespaceIndex: ns}); err != nil {
-			log.Error(err, "Failed to list the HostedClusters of a control-plane namespace", "namespace", ns)
-			continue
+	clusters := r.lostNodes.take(node)
+	if lost {
+		var err error
+		if clusters, err = r.clustersOnNode(ctx, node); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to find the control planes on a lost node", "node", node)
 		}
-		for i := range hcs.Items {
-			clusters[client.ObjectKeyFromObject(&hcs.Items[i])] = struct{}{}
-		}
+		r.lostNodes.add(node, clusters)
 	}
-	for c := range clusters {
+	for _, c := range clusters {
 		hc := &hyperv1.HostedCluster{}
 		hc.Namespace, hc.Name = c.Namespace, c.Name
 		select {
@@ -215,4 +204,29 @@ func (r *Reconciler) wakeClustersOnNode(ctx context.Context, node string, wake c
 			return
 		}
 	}
+}
+
+// clustersOnNode returns the HostedClusters whose kube-apiserver or etcd
+// pods are on node.
+func (r *Reconciler) clustersOnNode(ctx context.Context, node string) ([]types.NamespacedName, error) {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.MatchingLabelsSelector{Selector: servingPods}, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		return nil, fmt.Errorf("failed to list the kube-apiserver and etcd pods of node %s: %w", node, err)
+	}
+	var clusters []types.NamespacedName
+	seen := map[string]bool{}
+	for _, p := range pods.Items {
+		if seen[p.Namespace] {
+			continue
+		}
+		seen[p.Namespace] = true
+		hcs := &hyperv1.HostedClusterList{}
+		if err := r.Client.List(ctx, hcs, client.MatchingFields{controlPlaneNamespaceIndex: p.Namespace}); err != nil {
+			return clusters, fmt.Errorf("failed to list the HostedClusters of control-plane namespace %s: %w", p.Namespace, err)
+		}
+		for i := range hcs.Items {
+			clusters = append(clusters, client.ObjectKeyFromObject(&hcs.Items[i]))
+		}
+	}
+	return clusters, nil
 }

@@ -123,10 +123,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Heartbeats != nil {
 		// A node lost or found wakes the HostedClusters whose control planes
-		// serve from it, for this term only.
+		// serve from it, for this term only; so do the nodes already lost
+		// when it begins.
 		wake := make(chan event.GenericEvent)
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			unsubscribe := r.Heartbeats.Subscribe(func(node string, _ bool) { go r.wakeClustersOnNode(ctx, node, wake) })
+			unsubscribe := r.Heartbeats.Subscribe(func(node string, lost bool) { go r.wakeClustersOnNode(ctx, node, lost, wake) })
+			// Nodes lost before the term began (this replica tracked them).
+			for node := range r.Heartbeats.Lost() {
+				go r.wakeClustersOnNode(ctx, node, true, wake)
+			}
 			<-ctx.Done()
 			unsubscribe()
 			return nil
