@@ -22,6 +22,11 @@ const (
 	// ReasonTerminated: the pod is being deleted and the holder's container
 	// has terminated; it is not restarted in a pod being deleted.
 	ReasonTerminated = "being deleted, container terminated"
+	// ReasonBackOff: the pod runs, but the holder's container exited and
+	// the kubelet waits before it starts it again (restart back-off): no
+	// process of it runs now, though one may start, under the same
+	// identity, when the back-off ends.
+	ReasonBackOff = "container exited, waiting to restart"
 )
 
 // Verdict is what a pod object says of the holder process in it.
@@ -29,8 +34,13 @@ type Verdict struct {
 	// Gone is true when no process of the holder's container runs in the
 	// pod or can run there again.
 	Gone bool
-	// Reason says why the holder is gone (one of the Reason constants),
-	// or, when it is not, the pod's phase.
+	// Stopped is true when the pod is not gone but its kubelet reports
+	// that the holder's container exited and waits in restart back-off:
+	// no process of it runs now, one may start later.
+	Stopped bool
+	// Reason says why the holder is gone or stopped (one of the Reason
+	// constants; for a back-off, with the kubelet's reason in brackets),
+	// or, when it is neither, the pod's phase.
 	Reason string
 }
 
@@ -40,7 +50,9 @@ type Verdict struct {
 // container named container reports that it terminated. A pod whose phase
 // is Running, Pending or Unknown, or that is being deleted while the
 // container still runs (or reports nothing), holds a holder that may still
-// run: a frozen or partitioned process is not gone.
+// run: a frozen or partitioned process is not gone. Of those, a pod whose
+// container exited and waits to be restarted is Stopped: a leader in a
+// crash loop.
 func Judge(pod *corev1.Pod, container string) Verdict {
 	switch {
 	case pod == nil:
@@ -52,11 +64,38 @@ func Judge(pod *corev1.Pod, container string) Verdict {
 	case pod.DeletionTimestamp != nil && terminated(pod, container):
 		return Verdict{Gone: true, Reason: ReasonTerminated}
 	}
+	if waiting, ok := backingOff(pod, container); ok && pod.Status.Phase != corev1.PodUnknown {
+		if pod.DeletionTimestamp != nil {
+			// Not restarted in a pod being deleted.
+			return Verdict{Gone: true, Reason: ReasonTerminated}
+		}
+		return Verdict{Stopped: true, Reason: ReasonBackOff + " (" + waiting + ")"}
+	}
 	phase := string(pod.Status.Phase)
 	if phase == "" {
 		phase = string(corev1.PodPending)
 	}
 	return Verdict{Reason: phase}
+}
+
+// backingOff reports whether the pod's status says that container ran,
+// exited, and now waits to start again, with the kubelet's reason for the
+// wait (CrashLoopBackOff, typically). A container that waits but never ran
+// (ContainerCreating) or that runs again is not backing off.
+func backingOff(pod *corev1.Pod, container string) (string, bool) {
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name == container {
+			if status.State.Waiting == nil || status.State.Running != nil || status.LastTerminationState.Terminated == nil {
+				return "", false
+			}
+			reason := status.State.Waiting.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			return reason, true
+		}
+	}
+	return "", false
 }
 
 // terminated reports whether the pod's status says that container

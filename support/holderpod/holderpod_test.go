@@ -20,6 +20,12 @@ func TestJudge(t *testing.T) {
 	running := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	exited := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}
 	sidecarExited := corev1.ContainerStatus{Name: "sidecar", State: exited.State}
+	backOff := corev1.ContainerStatus{Name: container, RestartCount: 2,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: exited.State}
+	creating := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	sidecarBackOff := backOff
+	sidecarBackOff.Name = "sidecar"
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -34,6 +40,11 @@ func TestJudge(t *testing.T) {
 		{"when the pod is being deleted and the container still runs, the holder may run", pod(corev1.PodRunning, true, running), Verdict{Reason: "Running"}},
 		{"when the pod is being deleted and only another container terminated, the holder may run", pod(corev1.PodRunning, true, sidecarExited), Verdict{Reason: "Running"}},
 		{"when the pod is being deleted and reports no container, the holder may run", pod(corev1.PodRunning, true), Verdict{Reason: "Running"}},
+		{"when the container exited and waits in back-off, the holder is stopped", pod(corev1.PodRunning, false, backOff), Verdict{Stopped: true, Reason: ReasonBackOff + " (CrashLoopBackOff)"}},
+		{"when the container waits but never ran, the holder may run", pod(corev1.PodPending, false, creating), Verdict{Reason: "Pending"}},
+		{"when only another container backs off, the holder may run", pod(corev1.PodRunning, false, sidecarBackOff, running), Verdict{Reason: "Running"}},
+		{"when the node lost contact, a back-off it last reported says nothing of now", pod(corev1.PodUnknown, false, backOff), Verdict{Reason: "Unknown"}},
+		{"when the pod is being deleted and its container backs off, it is not restarted: the holder is gone", pod(corev1.PodRunning, true, backOff), Verdict{Gone: true, Reason: ReasonTerminated}},
 		{"when the node lost contact, the holder may run", pod(corev1.PodUnknown, false, running), Verdict{Reason: "Unknown"}},
 		{"when the pod has no phase yet, it is pending", pod("", false), Verdict{Reason: "Pending"}},
 	} {

@@ -47,7 +47,15 @@
 // timer, and a timer that fires wakes the Leases whose holders were last
 // seen on that node.
 //
+// A holder whose pod runs but whose container exited and waits in the
+// kubelet's restart back-off (holderpod.Judge says Stopped: a leader in a
+// crash loop) is released too, only where the fence is seen in force: a
+// process of it starts again under the same identity when the back-off
+// ends, and the status read may lag that start. Such a pod version is
+// never remembered as running, so a fence observed later still releases.
+//
 // Each release is recorded as an event on the HostedCluster: "Lease
-// released for <pod>: pod gone (<reason>)", or "...: its node <node>
-// stopped heartbeating <duration> ago".
+// released for <pod>: pod gone (<reason>)", "...: its node <node>
+// stopped heartbeating <duration> ago", or "...: container exited, waiting
+// to restart (CrashLoopBackOff)".
 package leasearbiter

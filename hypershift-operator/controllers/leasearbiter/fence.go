@@ -6,6 +6,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,6 +37,28 @@ func (r *Reconciler) releaseAfter(ctx context.Context, hc *hyperv1.HostedCluster
 		return left, false, nil
 	}
 	return 0, true, nil
+}
+
+// releaseIfStopped releases the Lease of a holder whose pod runs but whose
+// container exited and waits in the kubelet's restart back-off (a leader
+// in a crash loop), only where the fence is seen in force. No process of
+// the holder runs then, but one starts under the same identity when the
+// back-off ends, and may find the Lease still naming it: without the
+// fence, a status that lags that start could have the parent release a
+// live leader whose writes nothing stops. With the fence, its writes are
+// refused once the Lease names another, and the restarted process follows.
+// Without the fence the Lease runs its duration, or the process comes back
+// and renews it.
+func (r *Reconciler) releaseIfStopped(ctx context.Context, hc *hyperv1.HostedCluster, lease *coordinationv1.Lease, holder, reason string) (ctrl.Result, error) {
+	fenced, err := r.fenced(ctx, hc, lease.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !fenced {
+		ctrl.LoggerFrom(ctx).Info("Not releasing the Lease of a holder whose container waits to restart: the fence is not in force, so the Lease runs its duration", "holder", holder, "pod", reason)
+		return ctrl.Result{}, nil
+	}
+	return r.release(ctx, hc, lease, reason)
 }
 
 // fenced reports whether the API server is seen to refuse, in namespace,

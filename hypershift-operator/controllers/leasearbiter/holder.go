@@ -103,6 +103,10 @@ func (r *Reconciler) judge(ctx context.Context, key types.NamespacedName, holder
 			seen.goneAt = r.now()
 		}
 		seen.uid, seen.resourceVersion = "", ""
+	case verdict.Stopped:
+		// Not remembered as running: the same version must be judged
+		// again, when the fence comes into force, say.
+		seen.uid, seen.resourceVersion, seen.goneAt, seen.node = "", "", time.Time{}, pod.Spec.NodeName
 	case !verdict.Gone:
 		seen.uid, seen.resourceVersion, seen.goneAt, seen.node = pod.UID, pod.ResourceVersion, time.Time{}, pod.Spec.NodeName
 	default:

@@ -117,6 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
+	case verdict.Stopped:
+		return r.releaseIfStopped(ctx, hc, lease, holder, verdict.Reason)
 	case !verdict.Gone:
 		return r.releaseIfNodeLost(ctx, hc, lease, holder)
 	}
@@ -184,7 +186,7 @@ func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lea
 	}
 	r.holders.forget(client.ObjectKeyFromObject(lease))
 	r.released.Store(client.ObjectKeyFromObject(lease), lease.ResourceVersion)
-	log.Info("Released the Lease: its holder is gone", "holder", holder, "reason", why)
+	log.Info("Released the Lease: its holder cannot hold it", "holder", holder, "reason", why)
 	r.Recorder.Eventf(hc, nil, corev1.EventTypeNormal, "LeaseReleased", "ReleaseLease",
 		"Lease released for %s: %s", holder, why)
 	return ctrl.Result{}, nil

@@ -109,8 +109,8 @@ func TestLeavesARunningHolderAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{name: "its pod's container crashed and is restarted in place", change: func(t *testing.T, pod *corev1.Pod) {
-			setPodStatus(t, pod, corev1.PodRunning, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}})
+		{name: "its pod's container crashed and was restarted in place", change: func(t *testing.T, pod *corev1.Pod) {
+			setContainerStatus(t, pod, corev1.PodRunning, restartedInPlace)
 		}},
 	} {
 		t.Run("when the leader stops renewing and "+tc.name+", the standby waits the lease duration", func(t *testing.T) {

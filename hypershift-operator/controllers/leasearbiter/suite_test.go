@@ -144,24 +144,33 @@ func newControlPlane(t *testing.T, f fence) *controlPlane {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), namespace) })
-	status, reason := metav1.ConditionTrue, "AsExpected"
-	if f == unfenced {
-		status, reason = metav1.ConditionFalse, "Disabled"
-	}
-	hc.Status.Conditions = []metav1.Condition{{Type: hostedcluster.LeaderFencing, Status: status, Reason: reason, Message: "set by the test", LastTransitionTime: metav1.Now()}}
-	if err := env.Client.Status().Update(ctx, hc); err != nil {
-		t.Fatal(err)
-	}
+	cp.setFence(t, f)
+	return cp
+}
+
+// setFence makes the HostedCluster's fence look as f says: the fencing
+// policy and, for fenced, the namespace's binding, then, as the
+// hypershift-operator observes them, its LeaderFencing condition.
+func (cp *controlPlane) setFence(t *testing.T, f fence) {
+	t.Helper()
+	ctx := t.Context()
 	objects := []client.Object{render.FencingPolicy()}
 	if f == fenced {
-		objects = append(objects, render.FencingBindingFor(cp.ns, render.ClusterKey(hc)))
+		objects = append(objects, render.FencingBindingFor(cp.ns, render.ClusterKey(cp.hc)))
 	}
 	for _, obj := range objects {
 		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
-	return cp
+	status, reason := metav1.ConditionTrue, "AsExpected"
+	if f == unfenced {
+		status, reason = metav1.ConditionFalse, "Disabled"
+	}
+	cp.hc.Status.Conditions = []metav1.Condition{{Type: hostedcluster.LeaderFencing, Status: status, Reason: reason, Message: "set by the test", LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(ctx, cp.hc); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // pod creates a control-plane-operator pod named name and reports it
@@ -191,14 +200,20 @@ func (cp *controlPlane) pod(t *testing.T, name string, finalizers ...string) *co
 // setPodStatus sets the pod's phase and its container's state.
 func setPodStatus(t *testing.T, pod *corev1.Pod, phase corev1.PodPhase, state corev1.ContainerState) {
 	t.Helper()
+	setContainerStatus(t, pod, phase, corev1.ContainerStatus{State: state})
+}
+
+// setContainerStatus reports pod in phase with status as its
+// control-plane-operator container's, as a kubelet does.
+func setContainerStatus(t *testing.T, pod *corev1.Pod, phase corev1.PodPhase, status corev1.ContainerStatus) {
+	t.Helper()
 	current := &corev1.Pod{}
 	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
 		t.Fatal(err)
 	}
 	current.Status.Phase = phase
-	current.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: hyperv1.ControlPlaneOperatorName, Image: current.Spec.Containers[0].Image, ImageID: "example.com/hypershift@sha256:0", State: state,
-	}}
+	status.Name, status.Image, status.ImageID = hyperv1.ControlPlaneOperatorName, current.Spec.Containers[0].Image, "example.com/hypershift@sha256:0"
+	current.Status.ContainerStatuses = []corev1.ContainerStatus{status}
 	if err := env.Client.Status().Update(t.Context(), current); err != nil {
 		t.Fatal(err)
 	}
