@@ -35,10 +35,12 @@ const (
 )
 
 // testArbiter: the parent releases the Lease of a leader whose pod is gone,
-// and no other. Its own highly available cluster, with a leader and a
-// standby control-plane-operator, goes through a quiet window, a same-pod
-// restart, a frozen leader whose pod runs, a frozen leader whose pod is
-// force-deleted, and a leader whose pod fails; the audit log is the witness.
+// or whose container is held in restart back-off under the fence, and no
+// other. Its own highly available cluster, with a leader and a standby
+// control-plane-operator, goes through a quiet window, a same-pod restart,
+// a crash-looping leader, a frozen leader whose pod runs, a frozen leader
+// whose pod is force-deleted, and a leader whose pod fails; the audit log
+// is the witness.
 func testArbiter(t *testing.T) {
 	// The story needs the control-plane-operators, not a serving control
 	// plane: it does not wait for Available.
@@ -47,6 +49,7 @@ func testArbiter(t *testing.T) {
 	awaitLeaderAndStandby(t, ns)
 	t.Run("converged, the parent writes no Lease", testArbiterQuiet)
 	t.Run("a leader restarted in its pod resumes at once", func(t *testing.T) { testSamePodRestart(t, ns) })
+	t.Run("a crash-looping leader is released under the fence", func(t *testing.T) { testCrashLoopingLeader(t, ns) })
 	t.Run("a frozen leader whose pod runs is not released", func(t *testing.T) { testFrozenLeaderKept(t, ns) })
 	t.Run("a frozen leader's force-deleted pod is released", func(t *testing.T) { testForceDeletedLeader(t, ns) })
 	t.Run("a failed leader pod is released", func(t *testing.T) { testFailedLeader(t, ns) })
