@@ -135,10 +135,15 @@ func createRunningPod(ctx context.Context, env *testenv.Env, ns, name string) er
 }
 
 func setPodPhase(ctx context.Context, env *testenv.Env, pod *corev1.Pod, phase corev1.PodPhase, state corev1.ContainerState) error {
+	return setContainerStatus(ctx, env, pod, phase, corev1.ContainerStatus{State: state})
+}
+
+// setContainerStatus reports pod in phase with status as its
+// control-plane-operator container's, as a kubelet does.
+func setContainerStatus(ctx context.Context, env *testenv.Env, pod *corev1.Pod, phase corev1.PodPhase, status corev1.ContainerStatus) error {
 	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: hyperv1.ControlPlaneOperatorName, Image: pod.Spec.Containers[0].Image, ImageID: "example.com/hypershift@sha256:0", State: state,
-	}}
+	status.Name, status.Image, status.ImageID = hyperv1.ControlPlaneOperatorName, pod.Spec.Containers[0].Image, "example.com/hypershift@sha256:0"
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{status}
 	if err := env.Client.Status().Update(ctx, pod); err != nil {
 		return fmt.Errorf("failed to set the status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -146,14 +151,23 @@ func setPodPhase(ctx context.Context, env *testenv.Env, pod *corev1.Pod, phase c
 }
 
 // makePodGone makes the stopped leader's pod gone, as the sample's kind
-// says: force-deleted, or failed.
+// says: force-deleted, or failed; or, for a back-off, reports its
+// container exited and waiting to restart, as a kubelet does when a
+// container crashes again soon after a restart.
 func (g *group) makePodGone(ctx context.Context, env *testenv.Env) error {
 	pod := &corev1.Pod{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: g.ns, Name: g.old.user}, pod); err != nil {
 		return err
 	}
-	if g.kind == kindPodDeleted {
+	switch g.kind {
+	case kindPodDeleted:
 		return env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))
+	case kindBackOff:
+		return setContainerStatus(ctx, env, pod, corev1.PodRunning, corev1.ContainerStatus{
+			RestartCount:         1,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}},
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}},
+		})
 	}
 	return setPodPhase(ctx, env, pod, corev1.PodFailed, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}})
 }
@@ -167,4 +181,6 @@ func (g *group) leaseOf() string {
 	return leaseName
 }
 
-func (g *group) podKind() bool { return g.kind == kindPodDeleted || g.kind == kindPodFailed }
+func (g *group) podKind() bool {
+	return g.kind == kindPodDeleted || g.kind == kindPodFailed || g.kind == kindBackOff
+}

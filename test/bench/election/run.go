@@ -33,7 +33,8 @@ type group struct {
 	old, new   *candidate
 	cancelAt   time.Time
 	takeoverAt time.Time
-	// goneAt is when the stopped leader's pod began to go (pod kinds).
+	// goneAt is when the stopped leader's pod began to go, or its
+	// container was reported in back-off (pod kinds).
 	goneAt time.Time
 	err    error
 }
@@ -43,14 +44,17 @@ const (
 	kindGraceful = "graceful"
 	kindCrash    = "crash"
 	// kindPodDeleted and kindPodFailed are crashes whose pod then goes:
-	// force-deleted, or reported Failed. The parent arbitrates those.
+	// force-deleted, or reported Failed. kindBackOff is a crash whose
+	// container the kubelet then holds in restart back-off, its pod
+	// Running (a crash loop). The parent arbitrates those.
 	kindPodDeleted = "pod-deleted"
 	kindPodFailed  = "pod-failed"
+	kindBackOff    = "back-off"
 	candidates     = 3
 )
 
 // sampleKinds are the kinds of samples taken -samples times each.
-var sampleKinds = []string{kindGraceful, kindCrash, kindPodDeleted, kindPodFailed}
+var sampleKinds = []string{kindGraceful, kindCrash, kindPodDeleted, kindPodFailed, kindBackOff}
 
 func (g *group) takeover() time.Duration { return g.takeoverAt.Sub(g.cancelAt) }
 
