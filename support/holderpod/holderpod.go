@@ -7,6 +7,8 @@
 package holderpod
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,6 +29,9 @@ const (
 	// process of it runs now, though one may start, under the same
 	// identity, when the back-off ends.
 	ReasonBackOff = "container exited, waiting to restart"
+	// ReasonExited: the pod runs, but the holder's container exited and
+	// has not been started again (Verdict.ExitedAt says since when).
+	ReasonExited = "container exited, not restarted"
 )
 
 // Verdict is what a pod object says of the holder process in it.
@@ -38,6 +43,16 @@ type Verdict struct {
 	// that the holder's container exited and waits in restart back-off:
 	// no process of it runs now, one may start later.
 	Stopped bool
+	// ExitedAt, for a pod that is neither gone nor stopped, is when its
+	// kubelet reports the holder's container exited, when it reports it
+	// exited and not started again (by the node's clock); zero otherwise.
+	// The kubelet restarts a container that crashed for the first time at
+	// once, so its status reads exited for a moment; one that crashed again
+	// soon after waits out a back-off, which the kubelet reports only at
+	// its next sync of the pod, about 10s later: until then its status
+	// reads exited. How long to wait before counting it stopped is the
+	// caller's choice.
+	ExitedAt time.Time
 	// Reason says why the holder is gone or stopped (one of the Reason
 	// constants; for a back-off, with the kubelet's reason in brackets),
 	// or, when it is neither, the pod's phase.
@@ -75,7 +90,22 @@ func Judge(pod *corev1.Pod, container string) Verdict {
 	if phase == "" {
 		phase = string(corev1.PodPending)
 	}
-	return Verdict{Reason: phase}
+	verdict := Verdict{Reason: phase}
+	if pod.Status.Phase != corev1.PodUnknown {
+		verdict.ExitedAt = exitedAt(pod, container)
+	}
+	return verdict
+}
+
+// exitedAt is when the pod's status says that container terminated, if it
+// says so and that it does not run; zero otherwise.
+func exitedAt(pod *corev1.Pod, container string) time.Time {
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name == container && status.State.Running == nil && status.State.Terminated != nil {
+			return status.State.Terminated.FinishedAt.Time
+		}
+	}
+	return time.Time{}
 }
 
 // backingOff reports whether the pod's status says that container ran,

@@ -2,6 +2,7 @@ package holderpod
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,8 @@ func TestJudge(t *testing.T) {
 		return p
 	}
 	running := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
-	exited := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}
+	finished := metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+	exited := corev1.ContainerStatus{Name: container, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, FinishedAt: finished}}}
 	sidecarExited := corev1.ContainerStatus{Name: "sidecar", State: exited.State}
 	backOff := corev1.ContainerStatus{Name: container, RestartCount: 2,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
@@ -36,7 +38,8 @@ func TestJudge(t *testing.T) {
 		{"when the pod succeeded, the holder is gone", pod(corev1.PodSucceeded, false), Verdict{Gone: true, Reason: ReasonSucceeded}},
 		{"when the pod is being deleted and the container terminated, the holder is gone", pod(corev1.PodRunning, true, exited), Verdict{Gone: true, Reason: ReasonTerminated}},
 		{"when the pod runs, the holder may run", pod(corev1.PodRunning, false, running), Verdict{Reason: "Running"}},
-		{"when the container crashed in a running pod, the kubelet restarts it: the holder may run", pod(corev1.PodRunning, false, exited), Verdict{Reason: "Running"}},
+		{"when the container crashed in a running pod, the kubelet restarts it: the holder may run, exited since it finished", pod(corev1.PodRunning, false, exited), Verdict{Reason: "Running", ExitedAt: finished.Time}},
+		{"when the node lost contact, an exit it last reported says nothing of now", pod(corev1.PodUnknown, false, exited), Verdict{Reason: "Unknown"}},
 		{"when the pod is being deleted and the container still runs, the holder may run", pod(corev1.PodRunning, true, running), Verdict{Reason: "Running"}},
 		{"when the pod is being deleted and only another container terminated, the holder may run", pod(corev1.PodRunning, true, sidecarExited), Verdict{Reason: "Running"}},
 		{"when the pod is being deleted and reports no container, the holder may run", pod(corev1.PodRunning, true), Verdict{Reason: "Running"}},

@@ -112,14 +112,16 @@
 //
 // A second, under the fence only: a holder whose pod runs but whose
 // container exited and waits in the kubelet's restart back-off (a leader in
-// a crash loop; holderpod.Judge says Stopped). No process of it runs, but
+// a crash loop; holderpod.Judge says Stopped, or its container has read
+// exited for the arbiter's restart grace, 5s, without a restart). No process of it runs, but
 // one starts under the same identity when the back-off ends, and could find
 // the Lease still naming it while the parent reads a status that lags that
 // start; the fence refuses its writes once the Lease names another. A first
 // crash is restarted at once and its new process renews the Lease it holds
 // (same identity), with or without the parent; it is a loop that would
 // otherwise hold the standbys for the lease duration at every back-off
-// (test: the arbiter's TestCrashLoopingHolder, both ways).
+// (test: the arbiter's TestCrashLoopingHolder and TestExitedHolder, both
+// ways).
 //
 // Why this cannot make two writers, although the parent cannot know that
 // the gone pod's process has stopped (a partitioned node may still run it):

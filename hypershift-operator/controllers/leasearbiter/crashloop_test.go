@@ -2,6 +2,7 @@ package leasearbiter
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +101,73 @@ func TestCrashLoopingHolder(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestExitedHolder: a leader whose container reads exited, its pod
+// Running, and is not started again within the restart grace (a back-off
+// the kubelet has not reported yet) is released under an observed fence;
+// one the kubelet starts again within the grace, and any without the
+// fence, are left to the lease duration.
+func TestExitedHolder(t *testing.T) {
+	// The kubelet's exit time has whole seconds: the grace runs from up
+	// to a second before the exit.
+	const grace = 2 * time.Second
+	user := startArbiter(t, func(r *Reconciler) { r.RestartGrace = grace })
+	for _, tc := range []struct {
+		name      string
+		fence     fence
+		restarted bool
+		wantEarly bool
+	}{
+		{name: "fenced, not restarted: a standby leads once the grace has passed", fence: fenced, wantEarly: true},
+		{name: "fenced, restarted within the grace: the standby waits the lease duration", fence: fenced, restarted: true},
+		{name: "not fenced: the standby waits the lease duration", fence: unfenced},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp := newControlPlane(t, tc.fence)
+			leaderPod := cp.pod(t, "cpo-a")
+			cp.pod(t, "cpo-b")
+			leader := cp.campaign(t, "cpo-a")
+			leader.awaitLead(t, 10*time.Second)
+			standby := cp.campaign(t, "cpo-b")
+			time.Sleep(500 * time.Millisecond) // the standby watches the Lease
+
+			leader.stop() // the process exits without releasing
+			stopped := time.Now()
+			setContainerStatus(t, leaderPod, corev1.PodRunning, corev1.ContainerStatus{
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", FinishedAt: metav1.NewTime(stopped)}},
+			})
+			if tc.restarted {
+				time.Sleep(300 * time.Millisecond)
+				setContainerStatus(t, leaderPod, corev1.PodRunning, restartedInPlace)
+			}
+			led := standby.awaitLead(t, short.LeaseDuration+5*time.Second)
+			took := led.Sub(stopped)
+			writes := leaseWrites(t, user, cp.ns)
+			if !tc.wantEarly {
+				if took < short.LeaseDuration-time.Second {
+					t.Errorf("the standby led %s after the leader stopped, before the lease duration %s: the Lease was released", took, short.LeaseDuration)
+				}
+				if len(writes) != 0 {
+					t.Errorf("the arbiter wrote the Lease: %s", describe(writes))
+				}
+				return
+			}
+			if took < grace-time.Second || took > grace+takeoverBound {
+				t.Errorf("the standby led %s after the leader's container exited, want between the grace %s (less a second) and %s", took, grace, grace+takeoverBound)
+			} else {
+				t.Logf("the standby led %s after the leader's container exited (grace %s, lease %s)", took.Round(time.Millisecond), grace, short.LeaseDuration)
+			}
+			if len(writes) != 1 || writes[0].Verb != "update" || code(writes[0]) != 200 {
+				t.Errorf("the arbiter's Lease writes: %s, want one successful update", describe(writes))
+			}
+			want := fmt.Sprintf("Lease released for cpo-a: %s for ", holderpod.ReasonExited)
+			testutil.Eventually(t, 10*time.Second, func() error {
+				if notes := cp.releaseEvents(t); len(notes) != 1 || !strings.HasPrefix(notes[0], want) {
+					return fmt.Errorf("events %q, want one beginning %q", notes, want)
+				}
+				return nil
+			})
+		})
+	}
 }

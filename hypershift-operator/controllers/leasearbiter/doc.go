@@ -49,13 +49,18 @@
 //
 // A holder whose pod runs but whose container exited and waits in the
 // kubelet's restart back-off (holderpod.Judge says Stopped: a leader in a
-// crash loop) is released too, only where the fence is seen in force: a
-// process of it starts again under the same identity when the back-off
-// ends, and the status read may lag that start. Such a pod version is
-// never remembered as running, so a fence observed later still releases.
+// crash loop), or reads exited and not started again for RestartGrace
+// (DefaultRestartGrace, 5s: a back-off the kubelet reports only at its
+// next sync of the pod, about 10s after the exit), is released too, only
+// where the fence is seen in force: a process of it starts again under the
+// same identity when the back-off ends, and the status read may lag that
+// start. Such a pod version is never remembered as running, so a fence
+// observed later still releases, and an exit is looked at again when its
+// grace ends.
 //
 // Each release is recorded as an event on the HostedCluster: "Lease
 // released for <pod>: pod gone (<reason>)", "...: its node <node>
-// stopped heartbeating <duration> ago", or "...: container exited, waiting
-// to restart (CrashLoopBackOff)".
+// stopped heartbeating <duration> ago", "...: container exited, waiting
+// to restart (CrashLoopBackOff)", or "...: container exited, not
+// restarted for <duration>".
 package leasearbiter

@@ -103,7 +103,7 @@ func (r *Reconciler) judge(ctx context.Context, key types.NamespacedName, holder
 			seen.goneAt = r.now()
 		}
 		seen.uid, seen.resourceVersion = "", ""
-	case verdict.Stopped:
+	case verdict.Stopped || !verdict.ExitedAt.IsZero():
 		// Not remembered as running: the same version must be judged
 		// again, when the fence comes into force, say.
 		seen.uid, seen.resourceVersion, seen.goneAt, seen.node = "", "", time.Time{}, pod.Spec.NodeName

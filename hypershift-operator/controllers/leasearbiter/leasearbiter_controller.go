@@ -20,6 +20,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/holderpod"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
@@ -64,6 +65,10 @@ type Reconciler struct {
 	// NodeLostAfter (nodeheartbeat.DefaultLostAfter when zero).
 	Heartbeats    *nodeheartbeat.Tracker
 	NodeLostAfter time.Duration
+	// RestartGrace is how long a holder's container may read exited, its
+	// pod running, before it counts as stopped; DefaultRestartGrace when
+	// zero.
+	RestartGrace time.Duration
 
 	// heartbeats is Heartbeats, or the term's own tracker.
 	heartbeats *nodeheartbeat.Tracker
@@ -119,6 +124,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	case verdict.Stopped:
 		return r.releaseIfStopped(ctx, hc, lease, holder, verdict.Reason)
+	case !verdict.Gone && !verdict.ExitedAt.IsZero():
+		// Not restarted at once: a back-off the kubelet has not reported.
+		exited := r.now().Sub(verdict.ExitedAt)
+		if left := r.restartGrace() - exited; left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
+		return r.releaseIfStopped(ctx, hc, lease, holder, fmt.Sprintf("%s for %s", holderpod.ReasonExited, exited.Round(time.Second)))
 	case !verdict.Gone:
 		return r.releaseIfNodeLost(ctx, hc, lease, holder)
 	}
@@ -190,6 +202,13 @@ func (r *Reconciler) release(ctx context.Context, hc *hyperv1.HostedCluster, lea
 	r.Recorder.Eventf(hc, nil, corev1.EventTypeNormal, "LeaseReleased", "ReleaseLease",
 		"Lease released for %s: %s", holder, why)
 	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) restartGrace() time.Duration {
+	if r.RestartGrace == 0 {
+		return DefaultRestartGrace
+	}
+	return r.RestartGrace
 }
 
 func (r *Reconciler) now() time.Time {
