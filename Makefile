@@ -213,6 +213,13 @@ bench-election: testbin ## Measure Lease traffic, handover and takeover of our e
 bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-operator, and 1,000 electors, on one API server; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale
 
+CHAOS ?= 20m
+CHAOS_ROUNDS ?= 12
+
+.PHONY: chaos
+chaos: nodepkgs build testbin clusterbin localbin ## Make the node faults (kubelet restart, drain, node lost, node cut off, crash loop, the HO leader's node lost) in turn on the local cluster's three real nodes for CHAOS (20m) or CHAOS_ROUNDS (12) rounds; writes docs/benchmarks.md.
+	E2E_CHAOS=$(CHAOS) E2E_CHAOS_ROUNDS=$(CHAOS_ROUNDS) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=120m -v -run '^TestChaos$$' ./test/e2e/
+
 .PHONY: bench-outage
 bench-outage: testbin ## Cut 100 leaders and their standbys off from the API server for 30s, 60s and 120s, ours against exit-on-deadline; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/outage

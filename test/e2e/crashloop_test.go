@@ -23,33 +23,9 @@ import (
 // process, when it comes back, follows and writes nothing.
 func testCrashLoopingLeader(t *testing.T, ns string) {
 	leader, standby := awaitLeaderAndStandby(t, ns)
-	var killed time.Time
-	for attempt := 1; ; attempt++ {
-		pid := cpoPID(t, ns, leader)
-		killed = time.Now()
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		// A first crash is restarted at once; one soon after it waits.
-		backOff, err := awaitBackOffOrRestart(t, ns, leader, pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if backOff != "" {
-			t.Logf("kill %d: the kubelet holds %s's container: %s", attempt, leader, backOff)
-			break
-		}
-		if attempt == 4 {
-			t.Fatalf("after %d kills the kubelet still restarts %s's container at once", attempt, leader)
-		}
-		// The restarted process takes its Lease back (same identity).
-		testutil.Eventually(t, leaseDuration+margin, func() error {
-			if h := holder(t, ns); h != leader {
-				return fmt.Errorf("holder %q, want the restarted %s", h, leader)
-			}
-			return nil
-		})
-	}
+	// Each kill right after a renewal: the lease (10s) then runs out
+	// well after the parent's rule releases it.
+	killed := crashLoop(t, ns, leader, true)
 	testutil.Eventually(t, leaseDuration+margin, func() error {
 		if h := holder(t, ns); h == "" || h == leader {
 			return fmt.Errorf("holder %q", h)
@@ -62,8 +38,11 @@ func testCrashLoopingLeader(t *testing.T, ns string) {
 	if h := holder(t, ns); h != standby {
 		t.Errorf("the Lease went to %s, not the standby %s", h, standby)
 	}
-	awaitLeaseReleasedEvent(t, "arbiter", holderpod.ReasonBackOff, func(note string) bool {
-		return strings.HasPrefix(note, fmt.Sprintf("Lease released for %s: %s (", leader, holderpod.ReasonBackOff))
+	// Released for an exit not restarted within the grace, or for the
+	// back-off, should the kubelet report it first.
+	want := fmt.Sprintf("Lease released for %s: container exited", leader)
+	awaitLeaseReleasedEvent(t, "arbiter", want+"...", func(note string) bool {
+		return strings.HasPrefix(note, want+", not restarted for ") || strings.HasPrefix(note, fmt.Sprintf("Lease released for %s: %s (", leader, holderpod.ReasonBackOff))
 	}, killed)
 
 	// The pod runs its process again after the back-off, as a standby.
@@ -75,6 +54,43 @@ func testCrashLoopingLeader(t *testing.T, ns string) {
 		}
 	}
 	awaitLeaderAndStandby(t, ns)
+}
+
+// crashLoop kills pod's control-plane-operator process each time its pod
+// runs it again, until the kubelet holds the container in restart back-off,
+// and returns when it killed it last; afterRenewal kills each process
+// right after it renewed the Lease.
+func crashLoop(t *testing.T, ns, pod string, afterRenewal bool) (killed time.Time) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		pid := cpoPID(t, ns, pod)
+		if afterRenewal {
+			awaitRenewedSince(t, ns, time.Now(), time.Minute)
+		}
+		killed = time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// A first crash is restarted at once; one soon after it waits.
+		backOff, err := awaitBackOffOrRestart(t, ns, pod, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if backOff != "" {
+			t.Logf("kill %d: the kubelet holds %s's container: %s", attempt, pod, backOff)
+			return killed
+		}
+		if attempt == 4 {
+			t.Fatalf("after %d kills the kubelet still restarts %s's container at once", attempt, pod)
+		}
+		// The restarted process takes its Lease back (same identity).
+		testutil.Eventually(t, time.Minute, func() error {
+			if h := holder(t, ns); h != pod {
+				return fmt.Errorf("holder %q, want the restarted %s", h, pod)
+			}
+			return nil
+		})
+	}
 }
 
 // awaitBackOffOrRestart waits, after pod's control-plane-operator process

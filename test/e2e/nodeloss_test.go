@@ -72,7 +72,7 @@ var haSpread = map[string]int{"etcd": 3, "kube-apiserver": 3, "kube-controller-m
 // (its loss would be the hypershift-operator's own failover).
 func leaderOffEndpoint(t *testing.T, ns string) (leader, standby, node string) {
 	t.Helper()
-	endpoint := endpointNode(t, "nodeloss")
+	endpoint := endpointNode(t, clusterOf(t, ns))
 	leader, standby = awaitLeaderAndStandby(t, ns)
 	if nodeOf(t, ns, leader) == endpoint {
 		makeLeader(t, ns, standby)
@@ -417,7 +417,7 @@ func membersAndAvailable(t *testing.T, ns string) {
 		})
 	}
 	testutil.Eventually(t, 2*time.Minute, func() error {
-		if c := available(t, "nodeloss"); c == nil || c.Status != metav1.ConditionTrue {
+		if c := available(t, clusterOf(t, ns)); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("Available: %+v", c)
 		}
 		return nil
@@ -439,6 +439,17 @@ func endpointNode(t *testing.T, name string) string {
 	}
 	t.Fatalf("the endpoint %s is no node's address", hc.Status.ControlPlaneEndpoint.Host)
 	return ""
+}
+
+// clusterOf is the name of the HostedCluster of namespace clusters whose
+// control-plane namespace is ns.
+func clusterOf(t *testing.T, ns string) string {
+	t.Helper()
+	name, ok := strings.CutPrefix(ns, "clusters-")
+	if !ok || controlPlaneNamespace(name) != ns {
+		t.Fatalf("%s is no control-plane namespace of a HostedCluster in namespace clusters", ns)
+	}
+	return name
 }
 
 // nodeOf is the node of pod ns/name.
