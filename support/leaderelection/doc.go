@@ -113,7 +113,7 @@
 // A second, under the fence only: a holder whose pod runs but whose
 // container exited and waits in the kubelet's restart back-off (a leader in
 // a crash loop; holderpod.Judge says Stopped, or its container has read
-// exited for the arbiter's restart grace, 5s, without a restart). No process of it runs, but
+// exited for the arbiter's restart grace, 6s, without a restart). No process of it runs, but
 // one starts under the same identity when the back-off ends, and could find
 // the Lease still naming it while the parent reads a status that lags that
 // start; the fence refuses its writes once the Lease names another. A first

@@ -50,7 +50,7 @@
 // A holder whose pod runs but whose container exited and waits in the
 // kubelet's restart back-off (holderpod.Judge says Stopped: a leader in a
 // crash loop), or reads exited and not started again for RestartGrace
-// (DefaultRestartGrace, 5s: a back-off the kubelet reports only at its
+// (DefaultRestartGrace, 6s: a back-off the kubelet reports only at its
 // next sync of the pod, about 10s after the exit), is released too, only
 // where the fence is seen in force: a process of it starts again under the
 // same identity when the back-off ends, and the status read may lag that

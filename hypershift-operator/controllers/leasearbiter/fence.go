@@ -42,14 +42,14 @@ func (r *Reconciler) releaseAfter(ctx context.Context, hc *hyperv1.HostedCluster
 // DefaultRestartGrace is how long a holder's container may read exited,
 // its pod running, before the arbiter counts it stopped, as if the kubelet
 // reported its back-off: the kubelet restarts a container that crashed
-// for the first time at once (its status reads exited for a second or
-// two, and the new process renews the Lease it holds), while one that
+// for the first time at once (its status reads exited for two or three
+// seconds, and the new process renews the Lease it holds), while one that
 // crashed again soon after waits out a back-off that its status reports
 // only at the kubelet's next sync of the pod, about 10s later. The exit
 // time is the node's clock: a node clock behind the operator's shortens
 // the grace, which may only hand over a leader that was about to resume;
 // so does the second the status's whole-second exit time may lose.
-const DefaultRestartGrace = 5 * time.Second
+const DefaultRestartGrace = 6 * time.Second
 
 // releaseIfStopped releases the Lease of a holder whose pod runs but whose
 // container exited and waits in the kubelet's restart back-off (a leader
