@@ -144,6 +144,8 @@ type chaosOutcome struct {
 	released, takeover time.Time
 	newLeader          string
 	ok, failed         int
+	// failures are the failed hosted requests, with when and why.
+	failures []string
 	// outside counts CPO writes outside their pod's holding in the round.
 	outside int
 }
@@ -247,6 +249,7 @@ func runChaosRound(t *testing.T, f chaosFault, clusters []*chaosCluster) chaosRo
 		<-probes[i].done
 		probes[i].mu.Lock()
 		o.ok, o.failed = probes[i].ok, len(probes[i].failures)
+		o.failures = append([]string(nil), probes[i].failures...)
 		probes[i].mu.Unlock()
 		for _, e := range leaseWritesIn(events, c.ns, r.start, r.recovered) {
 			switch {
@@ -271,6 +274,9 @@ func runChaosRound(t *testing.T, f chaosFault, clusters []*chaosCluster) chaosRo
 		}
 		t.Logf("%s: leader %s (on the node: %v), released by the hypershift-operator %s, %s led %s; hosted API %d of %d answered; %d CPO writes outside a holding",
 			c.name, o.leader, o.hit, sinceOrNone(o.released, r.start), o.newLeader, sinceOrNone(o.takeover, r.start), o.ok, o.ok+o.failed, o.outside)
+		if len(o.failures) > 0 {
+			t.Logf("%s: the failed hosted requests: %v", c.name, o.failures)
+		}
 	}
 	for _, w := range auditlog.Writes(events, auditlog.Query{Users: []string{hoUser}, Namespace: operatorNamespace, SucceededOnly: true}) {
 		if w.Lease() && w.Name == hyperv1.HypershiftOperatorLeaseName && w.Pod != r.operatorLeader && !w.At.Before(r.start) {

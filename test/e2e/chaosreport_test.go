@@ -79,6 +79,20 @@ func writeChaosReport(t *testing.T, rounds []chaosRound, budget time.Duration, m
 		w("| %d | %s | %s | %s | %s | %s | %d / %d |\n", i+1, r.fault, r.node, strings.Join(per, "; "), sinceOrNone(r.notReady, r.start),
 			r.recovered.Sub(r.start).Round(time.Second), failed, ok+failed)
 	}
+	var failures []string
+	for i, r := range rounds {
+		for _, o := range r.clusters {
+			for _, f := range o.failures {
+				failures = append(failures, fmt.Sprintf("round %d (%s), %s: %s", i+1, r.fault, o.cluster, f))
+			}
+		}
+	}
+	if len(failures) > 0 {
+		w("\nThe failed hosted requests, with when and why:\n\n")
+		for _, f := range failures {
+			w("- %s\n", f)
+		}
+	}
 	w("\nFailed hosted requests are counted, not judged here: the stories bound them (none for a kubelet restart, a drain or a cut-off node; for a lost node, only until its kube-apiserver leaves the Service's endpoints, `apiFailuresAfterNotReady`). A failure outside those bounds in this table is a finding to chase with `make test-e2e`.\n")
 	t.Logf("\n%s", b.String())
 	path, err := report.File()
