@@ -103,17 +103,7 @@ func testLeaderKubeletRestart(t *testing.T, ns string, h *hostedCluster) {
 	back := time.Since(from)
 	// The leader renews after the restart (at the default timings, every
 	// 30 s), and the kubelet has synced its pods by then.
-	renewedSince := time.Now()
-	testutil.Eventually(t, time.Minute, func() error {
-		lease := &coordinationv1.Lease{}
-		if err := lc.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ControlPlaneOperatorLeaseName}, lease); err != nil {
-			return err
-		}
-		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(renewedSince) {
-			return fmt.Errorf("the Lease was last renewed at %v, before the kubelet was back", lease.Spec.RenewTime)
-		}
-		return nil
-	})
+	awaitRenewedSince(t, ns, time.Now(), time.Minute)
 	if h := holder(t, ns); h != leader {
 		t.Errorf("the Lease went from %s to %q over a kubelet restart", leader, h)
 	}
