@@ -5,6 +5,8 @@
 package podspec
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -38,6 +40,22 @@ func FieldEnv(name, fieldPath string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath},
 	}}
+}
+
+// StartupWindow is how long a component may take to start (to pass its
+// startup probe the first time) before its kubelet restarts it.
+const StartupWindow = 5 * time.Minute
+
+// StartupProbe gets path on the named port with scheme every second until
+// it first succeeds, for up to StartupWindow. Until then the kubelet runs
+// neither the liveness nor the readiness probe; right after, it runs the
+// readiness probe at once (a container started with a readiness result
+// unknown triggers it), so a component is Ready about a second after it
+// first serves, whatever its readiness probe's period, and neither probe
+// needs an initial delay to wait out a slow start. It costs one request a
+// second only while the component starts.
+func StartupProbe(path, port string, scheme corev1.URIScheme) *corev1.Probe {
+	return HTTPProbe(path, port, scheme, 0, 1, int32(StartupWindow/time.Second))
 }
 
 // HTTPProbe gets path on the named port with scheme, every period seconds

@@ -63,8 +63,12 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	container.Ports = []corev1.ContainerPort{
 		component.TCPPort("client", ClientPort), component.TCPPort("peer", PeerPort), component.TCPPort("metrics", MetricsPort),
 	}
-	container.LivenessProbe = podspec.HTTPProbe("/livez", "metrics", corev1.URISchemeHTTP, 30, 10, 5)
-	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "metrics", corev1.URISchemeHTTP, 5, 10, 3)
+	// Started once it first serves a linearizable read (a member of three
+	// once there is a quorum): Ready a second after, not at a probe
+	// period's end.
+	container.StartupProbe = podspec.StartupProbe("/readyz", "metrics", corev1.URISchemeHTTP)
+	container.LivenessProbe = podspec.HTTPProbe("/livez", "metrics", corev1.URISchemeHTTP, 0, 10, 5)
+	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "metrics", corev1.URISchemeHTTP, 0, 10, 3)
 	container.VolumeMounts = []corev1.VolumeMount{
 		{Name: dataVolume, MountPath: dataMount},
 		component.Mount("server-tls", serverTLS),

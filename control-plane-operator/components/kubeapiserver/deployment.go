@@ -98,9 +98,11 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	// Alive whether or not etcd answers: restarting the kube-apiserver
 	// does not bring etcd back, and a single replica restarted just as its
 	// etcd returns (a lost node back after a minute) refuses every request
-	// a while longer. Ready only with etcd.
-	container.LivenessProbe = podspec.HTTPProbe("/livez?exclude=etcd", "https", corev1.URISchemeHTTPS, 30, 10, 6)
-	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "https", corev1.URISchemeHTTPS, 5, 5, 3)
+	// a while longer. Ready only with etcd. Started once ready the first
+	// time, so Ready a second after it first serves.
+	container.StartupProbe = podspec.StartupProbe("/readyz", "https", corev1.URISchemeHTTPS)
+	container.LivenessProbe = podspec.HTTPProbe("/livez?exclude=etcd", "https", corev1.URISchemeHTTPS, 0, 10, 6)
+	container.ReadinessProbe = podspec.HTTPProbe("/readyz", "https", corev1.URISchemeHTTPS, 0, 5, 3)
 	container.VolumeMounts = []corev1.VolumeMount{
 		component.Mount("serving-cert", servingDir),
 		component.Mount("client-ca", clientCADir),

@@ -66,8 +66,9 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	}
 	container := component.Container(Name, image, []string{"/usr/bin/kube-controller-manager"}, args(hcp, replicas), res)
 	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
-	container.LivenessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 30, 10, 5)
-	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 5, 10, 3)
+	container.StartupProbe = podspec.StartupProbe("/healthz", "https", corev1.URISchemeHTTPS)
+	container.LivenessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 0, 10, 5)
+	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 0, 10, 3)
 	container.VolumeMounts = []corev1.VolumeMount{
 		component.Mount("kubeconfig", kubeconfigDir),
 		component.Mount("cluster-signer", signerDir),

@@ -67,8 +67,9 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 	}
 	container := component.Container(Name, image, []string{"/usr/bin/kube-scheduler"}, args, res)
 	container.Ports = []corev1.ContainerPort{component.TCPPort("https", Port)}
-	container.LivenessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 30, 10, 5)
-	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 5, 10, 3)
+	container.StartupProbe = podspec.StartupProbe("/healthz", "https", corev1.URISchemeHTTPS)
+	container.LivenessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 0, 10, 5)
+	container.ReadinessProbe = podspec.HTTPProbe("/healthz", "https", corev1.URISchemeHTTPS, 0, 10, 3)
 	container.VolumeMounts = []corev1.VolumeMount{component.Mount("kubeconfig", kubeconfigDir)}
 	pod := component.PodSpec(hcp, container, component.SecretVolume("kubeconfig", pki.KubeSchedulerKubeconfigSecret))
 	return in.Deployment(Name, replicas, component.ControllerStrategy(replicas), pod, pki.KubeSchedulerKubeconfigSecret), nil

@@ -140,6 +140,9 @@ type scope struct {
 	// rolledOut holds the components that run what this pass rendered
 	// and are available.
 	rolledOut map[string]bool
+	// written holds the components whose workload this pass applied (sent
+	// or found unchanged).
+	written map[string]bool
 	// refusal is the first object the API server refused in this pass, in
 	// one sentence (see refused).
 	refusal string

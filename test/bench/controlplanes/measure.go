@@ -18,6 +18,8 @@ import (
 // results are what one run measured.
 type results struct {
 	sequential, concurrent []time.Duration
+	// timelines are the sequential clusters' steps.
+	timelines []timeline
 	// concurrentAll is from the first create to the last cluster serving.
 	concurrentAll time.Duration
 	// memory is each concurrent control plane's memory by component.
@@ -28,6 +30,9 @@ type results struct {
 	writeSamples   []string
 	quietFor       time.Duration
 	clusters       int
+	// cpuSteady is each concurrent control plane's CPU time by component
+	// over the quiet window (nanoseconds).
+	cpuSteady []memory
 	// restarts are the concurrent clusters' container restarts by
 	// component, counted at the end.
 	restarts       map[string]int32
@@ -50,9 +55,18 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 		}
 		fmt.Printf("%s serves after %s\n", name, took.Round(10*time.Millisecond))
 		res.sequential = append(res.sequential, took)
+		steps, err := b.timelineOf(name, created, took)
+		if err != nil {
+			return res, err
+		}
+		res.timelines = append(res.timelines, steps)
 		if err := b.destroy(ctx, name); err != nil {
 			return res, err
 		}
+	}
+	fmt.Print(timelineMarkdown(res.timelines))
+	if *concurrent == 0 {
+		return res, nil
 	}
 	names, err := b.createAtOnce(ctx, res)
 	if err != nil {
@@ -66,7 +80,7 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 		res.memory = append(res.memory, m)
 	}
 	fmt.Printf("waiting %s, then counting writes for %s\n", *settle, *quiet)
-	err = b.countWrites(ctx, res)
+	err = b.countWrites(ctx, res, names)
 	res.restarts, res.restartSamples = b.restarts(ctx, names)
 	return res, err
 }
@@ -126,13 +140,20 @@ func (b *bench) createAtOnce(ctx context.Context, res *results) ([]string, error
 
 // countWrites counts, from the audit log, the successful writes of every
 // control-plane-operator in the quiet window.
-func (b *bench) countWrites(ctx context.Context, res *results) error {
+//
+// It also reads every concurrent control plane's CPU time when the window
+// opens and when it closes: what each component used, once converged.
+func (b *bench) countWrites(ctx context.Context, res *results, names []string) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(*settle):
 	}
 	from := time.Now()
+	before, err := b.cpuTimes(ctx, names)
+	if err != nil {
+		return err
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -140,6 +161,17 @@ func (b *bench) countWrites(ctx context.Context, res *results) error {
 	}
 	to := time.Now()
 	res.quietFor = to.Sub(from)
+	after, err := b.cpuTimes(ctx, names)
+	if err != nil {
+		return err
+	}
+	for i := range names {
+		used := map[string]int64{}
+		for app, ns := range after[i] {
+			used[app] = ns - before[i][app]
+		}
+		res.cpuSteady = append(res.cpuSteady, memory{cpu: used})
+	}
 	events, err := b.lc.Env.AuditEvents()
 	if err != nil {
 		return err
@@ -163,4 +195,17 @@ func (b *bench) countWrites(ctx context.Context, res *results) error {
 		return fmt.Errorf("the converged control-plane-operators wrote %d times in %s, e.g. %v", res.writes, res.quietFor.Round(time.Second), res.writeSamples)
 	}
 	return nil
+}
+
+// cpuTimes reads each named cluster's CPU time so far by component.
+func (b *bench) cpuTimes(ctx context.Context, names []string) ([]map[string]int64, error) {
+	out := make([]map[string]int64, len(names))
+	for i, name := range names {
+		m, err := b.memoryOnceRunning(ctx, hyperv1.ControlPlaneNamespace(namespace, name))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m.cpu
+	}
+	return out, nil
 }

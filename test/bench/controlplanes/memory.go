@@ -21,8 +21,13 @@ import (
 // reported it, and the working set of each container's cgroup as its
 // kubelet reports it (the summary API, what `kubectl top` and the
 // kubelet's eviction read).
+//
+// cpu is, in the same moment, each component's CPU time so far
+// (nanoseconds of CPU, the summary API's usageCoreNanoSeconds of each
+// container's cgroup): the difference of two readings is what it used in
+// between.
 type memory struct {
-	rss, workingSet map[string]int64
+	rss, workingSet, cpu map[string]int64
 }
 
 // errNoProcess is returned for a container without a process or figures
@@ -48,7 +53,7 @@ func (b *bench) memoryOnceRunning(ctx context.Context, ns string) (memory, error
 
 // memoryOf measures the pods of the control-plane namespace ns.
 func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
-	m := memory{rss: map[string]int64{}, workingSet: map[string]int64{}}
+	m := memory{rss: map[string]int64{}, workingSet: map[string]int64{}, cpu: map[string]int64{}}
 	pods := &corev1.PodList{}
 	if err := b.lc.Env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
 		return m, err
@@ -57,7 +62,7 @@ func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
 	if err != nil {
 		return m, err
 	}
-	summaries := map[string]map[string]int64{}
+	summaries := map[string]map[string]containerStats{}
 	for _, pod := range pods.Items {
 		switch {
 		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
@@ -67,7 +72,7 @@ func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
 		}
 		node := pod.Spec.NodeName
 		if _, ok := summaries[node]; !ok {
-			s, err := workingSets(ctx, clientset, node)
+			s, err := statsOf(ctx, clientset, node)
 			if err != nil {
 				return m, err
 			}
@@ -82,12 +87,13 @@ func (b *bench) memoryOf(ctx context.Context, ns string) (memory, error) {
 			if err != nil {
 				return m, err
 			}
-			ws, ok := summaries[node][ns+"/"+pod.Name+"/"+c.Name]
-			if !ok {
-				return m, fmt.Errorf("%w: the kubelet of %s reports no working set for %s/%s %s", errNoProcess, node, ns, pod.Name, c.Name)
+			st, ok := summaries[node][ns+"/"+pod.Name+"/"+c.Name]
+			if !ok || st.workingSet == nil || st.cpu == nil {
+				return m, fmt.Errorf("%w: the kubelet of %s reports no working set or CPU for %s/%s %s", errNoProcess, node, ns, pod.Name, c.Name)
 			}
 			m.rss[pod.Labels["app"]] += rss
-			m.workingSet[pod.Labels["app"]] += ws
+			m.workingSet[pod.Labels["app"]] += int64(*st.workingSet)
+			m.cpu[pod.Labels["app"]] += int64(*st.cpu)
 		}
 	}
 	return m, nil
@@ -106,14 +112,23 @@ type summary struct {
 			Memory *struct {
 				WorkingSetBytes *uint64 `json:"workingSetBytes"`
 			} `json:"memory"`
+			CPU *struct {
+				UsageCoreNanoSeconds *uint64 `json:"usageCoreNanoSeconds"`
+			} `json:"cpu"`
 		} `json:"containers"`
 	} `json:"pods"`
 }
 
-// workingSets reads node's summary through the API server's node proxy,
-// as `kubectl get --raw` would, and returns each container's working
-// set by namespace/pod/container.
-func workingSets(ctx context.Context, cs kubernetes.Interface, node string) (map[string]int64, error) {
+// containerStats is one container's working set and CPU time, nil where
+// its kubelet has no figure yet.
+type containerStats struct {
+	workingSet, cpu *uint64
+}
+
+// statsOf reads node's summary through the API server's node proxy, as
+// `kubectl get --raw` would, and returns each container's figures by
+// namespace/pod/container.
+func statsOf(ctx context.Context, cs kubernetes.Interface, node string) (map[string]containerStats, error) {
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/stats/summary").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the summary API of node %s: %w", node, err)
@@ -122,12 +137,17 @@ func workingSets(ctx context.Context, cs kubernetes.Interface, node string) (map
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("the summary API of node %s: %w", node, err)
 	}
-	out := map[string]int64{}
+	out := map[string]containerStats{}
 	for _, p := range s.Pods {
 		for _, c := range p.Containers {
-			if c.Memory != nil && c.Memory.WorkingSetBytes != nil {
-				out[p.PodRef.Namespace+"/"+p.PodRef.Name+"/"+c.Name] = int64(*c.Memory.WorkingSetBytes)
+			var st containerStats
+			if c.Memory != nil {
+				st.workingSet = c.Memory.WorkingSetBytes
 			}
+			if c.CPU != nil {
+				st.cpu = c.CPU.UsageCoreNanoSeconds
+			}
+			out[p.PodRef.Namespace+"/"+p.PodRef.Name+"/"+c.Name] = st
 		}
 	}
 	return out, nil

@@ -22,6 +22,10 @@ func (r *results) markdown() string {
 		fmt.Fprintf(&b, "| created at once | %d | %s | %s (all served %s after the first create) | all within 120s |\n",
 			len(r.concurrent), p50(r.concurrent), maxOf(r.concurrent), r.concurrentAll.Round(100*time.Millisecond))
 	}
+	if len(r.timelines) > 0 {
+		fmt.Fprintf(&b, "\nWhere the time goes, one at a time: each step of a HostedCluster's creation, from the management API server's audit log "+
+			"(when each request completed), over the %d clusters created one at a time.\n\n%s", len(r.timelines), timelineMarkdown(r.timelines))
+	}
 	if len(r.memory) > 0 {
 		b.WriteString("\nMemory of one hosted control plane, the sum of its containers, over the clusters created at once, once they all served, " +
 			"by two methods in the same moment: the working set of each container's cgroup as its kubelet reports it (the summary API, " +
@@ -34,6 +38,25 @@ func (r *results) markdown() string {
 		}
 		row("**whole control plane**", "")
 		for _, c := range slices.Sorted(maps.Keys(ws)) {
+			if c != "" {
+				row(c+" (all replicas)", c)
+			}
+		}
+	}
+	if len(r.memory) > 0 && len(r.cpuSteady) > 0 {
+		fmt.Fprintf(&b, "\nCPU of one hosted control plane, over the clusters created at once, from each container's cgroup as its kubelet reports it "+
+			"(usageCoreNanoSeconds): the CPU time used from its start until every cluster served (starting up, %d at once on %d nodes), "+
+			"and the mean use over the %s window below, once converged (what a request should reserve; a hosted cluster under load uses more).\n\n"+
+			"| | CPU time to come up p50 | max | converged p50 | max |\n|---|---|---|---|---|\n", r.clusters, *nodeCount, r.quietFor.Round(time.Second))
+		start := byComponent(r.memory, func(m memory) map[string]int64 { return m.cpu })
+		steady := byComponent(r.cpuSteady, func(m memory) map[string]int64 { return m.cpu })
+		window := r.quietFor.Nanoseconds()
+		row := func(label, c string) {
+			fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %s | %s |\n", label, float64(p50Int(start[c]))/1e9, float64(slices.Max(start[c]))/1e9,
+				millicores(p50Int(steady[c]), window), millicores(slices.Max(steady[c]), window))
+		}
+		row("**whole control plane**", "")
+		for _, c := range slices.Sorted(maps.Keys(steady)) {
 			if c != "" {
 				row(c+" (all replicas)", c)
 			}
@@ -103,4 +126,12 @@ func p50Int(v []int64) int64 {
 
 func mib(bytes int64) string {
 	return fmt.Sprintf("%d MiB", bytes>>20)
+}
+
+// millicores is CPU time used over a window as the mean share of one CPU.
+func millicores(used, window int64) string {
+	if window <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%dm", used*1000/window)
 }
