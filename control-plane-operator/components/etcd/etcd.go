@@ -10,7 +10,7 @@
 // the pod template's hostAliases resolve every member's name to its
 // Service's ClusterIP, so the peer URLs are the same in every pod while
 // each member advertises its own. Clients use the etcd-client Service by
-// its ClusterIP.
+// its ClusterIP (a single member's published before it is ready).
 package etcd
 
 import (
@@ -69,7 +69,14 @@ func Members(hcp *hyperv1.HostedControlPlane) []string {
 // Services implements component.Component: the client Service and one
 // Service per member.
 func (Component) Services(hcp *hyperv1.HostedControlPlane) []*corev1.Service {
-	client := service(hcp, ClientServiceName, component.Selector(Name), false,
+	// One member has no other to steer clients to while it is not ready:
+	// publishing it as soon as it runs lets the kube-apiserver's first
+	// connection succeed when etcd first serves, not after its readiness
+	// is seen and its endpoint programmed (and the client's reconnect
+	// back-off on top). Three members stay behind readiness: a member
+	// without a quorum must not take a client's one connection.
+	single := len(Members(hcp)) == 1
+	client := service(hcp, ClientServiceName, component.Selector(Name), single,
 		servicePort("client", ClientPort))
 	services := []*corev1.Service{client}
 	for _, member := range Members(hcp) {
