@@ -41,6 +41,18 @@ type Component interface {
 	Workload(in Inputs) (*Workload, error)
 }
 
+// EarlyStarter is implemented by a component that, on a control plane's
+// first start, is created as soon as the workloads it depends on are
+// written rather than once they have rolled out: one that retries its
+// dependencies until they serve, and whose own start-up is on the way to
+// a working API, so that it overlaps theirs. The others wait as on every
+// later change: a controller started before the kube-apiserver serves
+// exits and is restarted with a back-off, and takes CPU from the
+// kube-apiserver when many control planes start at once.
+type EarlyStarter interface {
+	StartsWithDependencies() bool
+}
+
 // Workload is what runs a component.
 type Workload struct {
 	// Object is an *appsv1.Deployment or an *appsv1.StatefulSet; its

@@ -36,9 +36,12 @@ const (
 // bench-controlplanes, 10 control planes; VmRSS 284-300 MiB, which counts
 // its mapped binary too); the limit is about five times that, for lists
 // and watches of a busy cluster, and its Go runtime is told to stay under
-// 80% of it (support/resources.GoRuntimeEnv). The CPU request is not
-// measured yet.
-var Resources = resources.Defaults{CPU: "200m", Memory: "256Mi", MemoryLimit: "1Gi"}
+// 80% of it (support/resources.GoRuntimeEnv). The CPU request is what a
+// converged kube-apiserver pod used, 31-32m with its audit-logs container
+// (make bench-controlplanes, 10 control planes, mean over 2 minutes), with
+// room; no CPU limit: it starts (about 7 s of CPU) and serves bursts on
+// what the node has spare.
+var Resources = resources.Defaults{CPU: "40m", Memory: "256Mi", MemoryLimit: "1Gi"}
 
 // ShutdownDelay is how long a kube-apiserver asked to stop keeps serving
 // (its /readyz failing) before it closes its listener: a pod being deleted
@@ -66,7 +69,7 @@ const requestsDrain = 20 * time.Second
 
 // AuditLogsResources are the audit-logs container's: a copy loop of a few
 // MiB.
-var AuditLogsResources = resources.Defaults{CPU: "5m", Memory: "16Mi", MemoryLimit: "64Mi"}
+var AuditLogsResources = resources.Defaults{CPU: "1m", Memory: "16Mi", MemoryLimit: "64Mi"}
 
 // Workload implements component.Component.
 func (Component) Workload(in component.Inputs) (*component.Workload, error) {

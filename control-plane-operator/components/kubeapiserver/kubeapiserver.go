@@ -47,6 +47,14 @@ func (Component) Name() string { return Name }
 // DependsOn implements component.Component: it stores in etcd.
 func (Component) DependsOn() []string { return []string{etcd.Name} }
 
+// StartsWithDependencies implements component.EarlyStarter: on a first
+// start the kube-apiserver starts with etcd (its storage client retries
+// until etcd serves); its start-up, the longest step to a working API,
+// overlaps etcd's.
+func (Component) StartsWithDependencies() bool { return true }
+
+var _ component.EarlyStarter = Component{}
+
 // Services implements component.Component: one Service, published the way
 // spec.services says.
 func (Component) Services(hcp *hyperv1.HostedControlPlane) []*corev1.Service {

@@ -25,7 +25,7 @@ import (
 // out, and judges each one's availability. A new release therefore rolls
 // out one layer at a time: etcd, then the kube-apiserver, then the
 // controllers that work through it. A control plane that never came up
-// starts every layer at once (see firstStart).
+// starts the kube-apiserver with etcd (see firstStart).
 func (r *Reconciler) reconcileComponents(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := component.Inputs{HostedControlPlane: s.hcp, Release: s.release, ClusterIPs: s.clusterIPs, SecretHashes: map[string]string{}}
 	for name, secret := range s.secrets {
@@ -83,7 +83,7 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 		}
 	}
 	s.availability[c.Name()] = availability
-	if waiting := s.notRolledOut(c.DependsOn()); len(waiting) > 0 && !s.firstStart(live, c.DependsOn()) {
+	if waiting := s.notRolledOut(c.DependsOn()); len(waiting) > 0 && !s.firstStart(c, live) {
 		if !availability.Available {
 			s.availability[c.Name()] = component.Availability{Reason: hyperv1.WaitingForDependenciesReason, Message: "Waiting for " + strings.Join(waiting, ", ") + " to roll out"}
 		}
@@ -115,22 +115,21 @@ func (r *Reconciler) applyWorkload(ctx context.Context, s *scope, c component.Co
 }
 
 // firstStart reports whether a component whose dependencies have not
-// rolled out may be created anyway: its workload does not exist, the
-// control plane never came up, and its dependencies' workloads were
-// written in this pass. There is no older version to keep order with, and
-// each component retries its dependencies until they serve (etcd's
-// clients, the kube-apiserver's storage, the controllers' leader
-// election), so starting them together saves each layer's start-up and
-// readiness wait, about 10 s of a new cluster's first minute. Once the
-// control plane has come up (status.initialization), and for every
-// workload that exists, the order holds: an upgrade rolls out one layer
-// at a time.
-func (s *scope) firstStart(live client.Object, dependsOn []string) bool {
+// rolled out may be created anyway: it starts with its dependencies
+// (component.EarlyStarter), its workload does not exist, the control plane
+// never came up, and its dependencies' workloads were written in this
+// pass. There is no older version to keep order with; the kube-apiserver's
+// start-up then overlaps etcd's (about 5 s of a new cluster's first
+// request). Once the control plane has come up (status.initialization),
+// and for every workload that exists, the order holds: an upgrade rolls
+// out one layer at a time.
+func (s *scope) firstStart(c component.Component, live client.Object) bool {
+	early, ok := c.(component.EarlyStarter)
 	initialized := s.hcp.Status.Initialization != nil && ptr.Deref(s.hcp.Status.Initialization.ControlPlaneInitialized, false)
-	if live != nil || initialized {
+	if !ok || !early.StartsWithDependencies() || live != nil || initialized {
 		return false
 	}
-	for _, name := range dependsOn {
+	for _, name := range c.DependsOn() {
 		if !s.written[name] {
 			return false
 		}
