@@ -228,6 +228,10 @@ bench-outage: testbin ## Cut 100 leaders and their standbys off from the API ser
 bench-nodepools: nodepkgs build testbin clusterbin ## Create NodePools of 1, 3 and 5 real nodes (platform None, and platform Pod: machines the management cluster runs) on the local cluster, scale one up, replace a pool of 3 onto the next release: time to Ready nodes against the management cluster's own nodes, memory per worker; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/nodepools
 
+.PHONY: bench-density
+bench-density: build testbin ## Create single-replica HostedClusters one after another on the local cluster until the next does not serve within a minute or memory is 90% used; how many serve at once; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes -density
+
 .PHONY: bench-controlplanes
 bench-controlplanes: build testbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes

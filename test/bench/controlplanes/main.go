@@ -89,6 +89,9 @@ func run() int {
 		}
 	}()
 	started := time.Now()
+	if *densityMode {
+		return b.runDensity(ctx, started)
+	}
 	startup, err := b.measureNodes(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
@@ -133,4 +136,34 @@ func exitCode(err error) int {
 		return 1
 	}
 	return 0
+}
+
+// runDensity runs the density mode and writes its section.
+func (b *bench) runDensity(ctx context.Context, started time.Time) int {
+	res, err := b.density(ctx)
+	took := time.Since(started)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+	}
+	if res == nil {
+		return 1
+	}
+	markdown := res.markdown()
+	if !*writeReport {
+		fmt.Printf("\n%s\n", markdown)
+		return exitCode(err)
+	}
+	path, perr := report.File()
+	if perr != nil {
+		fmt.Fprintln(os.Stderr, perr)
+		return 1
+	}
+	body := fmt.Sprintf("## Density: hosted control planes serving at once on one machine\n\nCommand: `%s` (took %s). Machine: %s.\n\n%s",
+		report.CommandLine("make bench-density", "./test/bench/controlplanes"), took.Round(time.Second), b.machine, markdown)
+	if err := report.UpdateSection(path, "density", body); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to write %s: %v\n", path, err)
+		return 1
+	}
+	fmt.Printf("wrote section density of %s\n", path)
+	return exitCode(err)
 }
