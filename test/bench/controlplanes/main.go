@@ -110,25 +110,32 @@ func run() int {
 		fmt.Printf("\n%s\n%s\n", startup.markdown(), markdown)
 		return exitCode(err)
 	}
-	path, perr := report.File()
-	if perr != nil {
-		fmt.Fprintln(os.Stderr, perr)
-		return 1
-	}
 	nodesBody := fmt.Sprintf("## Real nodes: start-up and pods\n\nCommand: `%s`. Machine: %s.\n\n%s",
 		report.CommandLine("make bench-controlplanes", "./test/bench/controlplanes"), b.machine, startup.markdown())
-	if err := report.UpdateSection(path, "nodes", nodesBody); err != nil {
-		fmt.Fprintf(os.Stderr, "failed to write %s: %v\n", path, err)
+	if !writeSection("nodes", nodesBody) {
 		return 1
 	}
 	body := fmt.Sprintf("## Hosted control planes: time to a working API, memory, writes\n\nCommand: `%s` (took %s). Machine: %s.\n\n%s",
 		report.CommandLine("make bench-controlplanes", "./test/bench/controlplanes"), took.Round(time.Second), b.machine, markdown)
-	if err := report.UpdateSection(path, "controlplanes", body); err != nil {
-		fmt.Fprintf(os.Stderr, "failed to write %s: %v\n", path, err)
+	if !writeSection("controlplanes", body) {
 		return 1
 	}
-	fmt.Printf("wrote section controlplanes of %s\n", path)
 	return exitCode(err)
+}
+
+// writeSection replaces the section name of docs/benchmarks.md with body,
+// saying on stderr why it could not.
+func writeSection(name, body string) bool {
+	path, err := report.File()
+	if err == nil {
+		err = report.UpdateSection(path, name, body)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "failed to write section %s: %v\n", name, err)
+		return false
+	}
+	fmt.Printf("wrote section %s of %s\n", name, path)
+	return true
 }
 
 func exitCode(err error) int {
@@ -153,17 +160,10 @@ func (b *bench) runDensity(ctx context.Context, started time.Time) int {
 		fmt.Printf("\n%s\n", markdown)
 		return exitCode(err)
 	}
-	path, perr := report.File()
-	if perr != nil {
-		fmt.Fprintln(os.Stderr, perr)
-		return 1
-	}
 	body := fmt.Sprintf("## Density: hosted control planes serving at once on one machine\n\nCommand: `%s` (took %s). Machine: %s.\n\n%s",
 		report.CommandLine("make bench-density", "./test/bench/controlplanes"), took.Round(time.Second), b.machine, markdown)
-	if err := report.UpdateSection(path, "density", body); err != nil {
-		fmt.Fprintf(os.Stderr, "failed to write %s: %v\n", path, err)
+	if !writeSection("density", body) {
 		return 1
 	}
-	fmt.Printf("wrote section density of %s\n", path)
 	return exitCode(err)
 }

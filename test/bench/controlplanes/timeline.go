@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -142,10 +143,7 @@ func timelineMarkdown(all []timeline) string {
 		return s[(len(s)-1)/2]
 	}
 	slices.SortFunc(steps, func(a, b string) int {
-		if c := median(a) - median(b); c != 0 {
-			return int(c / max(1, abs(c)))
-		}
-		return strings.Compare(a, b)
+		return cmp.Or(cmp.Compare(median(a), median(b)), strings.Compare(a, b))
 	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "| step (from the create request) | p50 | min | max | clusters |\n|---|---|---|---|---|\n")
@@ -153,13 +151,6 @@ func timelineMarkdown(all []timeline) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", step, seconds(median(step)), seconds(slices.Min(by[step])), seconds(slices.Max(by[step])), len(by[step]))
 	}
 	return b.String()
-}
-
-func abs(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
 }
 
 func seconds(d time.Duration) string {
