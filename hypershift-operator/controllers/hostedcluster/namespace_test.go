@@ -128,11 +128,9 @@ func TestControlPlaneNamespaceClaim(t *testing.T) {
 				return fmt.Errorf("namespace %s names %q", cpNamespace, ns.Annotations[hyperv1.ClusterAnnotation])
 			})
 			awaitRefused(t, refused, owner)
-			// The two are reconciled side by side: the owner's pass may
-			// still be applying when the other is refused.
+			checkOwned(t, owner, refused)
 			reportReady(t, owner, "4.17.0")
 			awaitOwnerAvailable(t, owner)
-			checkOwned(t, owner, refused)
 			deleteRefused(t, refused, owner)
 		})
 	}
