@@ -19,6 +19,7 @@ import (
 	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
 )
 
@@ -43,6 +44,7 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	f.ControlPlaneOperatorTimings.AddFlags(fs, "cpo-", "control-plane-operator")
 	fs.BoolVar(&f.enableFencing, "enable-fencing", true, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease.")
 	fs.DurationVar(&f.TeardownTimeout, "teardown-timeout", 0, "The operator's --teardown-timeout: how long it waits for a control-plane-operator to finalize its HostedControlPlane (0: the operator's default, 2m).")
+	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, fmt.Sprintf("The operator's --max-concurrent-reconciles: how many HostedClusters it reconciles at once, up to %d (0: the operator's default, %d).", config.MaxMaxConcurrentReconciles, config.DefaultMaxConcurrentReconciles))
 	fs.StringSliceVar(&f.InsecureRegistries, "insecure-registries", nil, "The operator's --insecure-registries: registry hosts it reaches over plain HTTP.")
 	fs.StringVar(&f.LogLevel, "log-level", "", "The operator's log level (--zap-log-level): debug, info, error or a verbosity from 1 up (default info).")
 	fs.StringVar(&f.LogFormat, "log-format", "", "The operator's log format (--zap-encoder): json or console (default json).")

@@ -50,6 +50,9 @@ type Options struct {
 	DisableFencing bool
 	// TeardownTimeout is the HO's --teardown-timeout; 0 leaves its default.
 	TeardownTimeout time.Duration
+	// MaxConcurrentReconciles is the HO's --max-concurrent-reconciles; 0
+	// leaves its default.
+	MaxConcurrentReconciles int
 	// InsecureRegistries are the HO's --insecure-registries.
 	InsecureRegistries []string
 	// LogLevel is the HO's --zap-log-level; "" leaves its default (info).
@@ -97,6 +100,11 @@ func (o Options) Validate() error {
 	}
 	if o.TeardownTimeout < 0 {
 		return fmt.Errorf("--teardown-timeout must not be negative (0 leaves the operator's default), got %s", o.TeardownTimeout)
+	}
+	if o.MaxConcurrentReconciles != 0 {
+		if err := config.ValidateMaxConcurrentReconciles(o.MaxConcurrentReconciles); err != nil {
+			return fmt.Errorf("%w (0 leaves the operator's default, %d)", err, config.DefaultMaxConcurrentReconciles)
+		}
 	}
 	if o.LogLevel != "" && !config.ValidLogLevel(o.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, error or a verbosity from 1 up", o.LogLevel)
@@ -224,6 +232,9 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 	)
 	if o.TeardownTimeout > 0 {
 		args = append(args, "--teardown-timeout="+o.TeardownTimeout.String())
+	}
+	if o.MaxConcurrentReconciles > 0 {
+		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", o.MaxConcurrentReconciles))
 	}
 	if len(o.InsecureRegistries) > 0 {
 		args = append(args, "--insecure-registries="+strings.Join(o.InsecureRegistries, ","))

@@ -92,6 +92,8 @@ func TestRenderRefusesBadFlags(t *testing.T) {
 		{name: "when the log level is unknown, it is refused", args: []string{"--log-level=loud"}, want: `invalid --log-level "loud": use debug, info, error or a verbosity from 1 up`},
 		{name: "when the log format is unknown, it is refused", args: []string{"--log-format=text"}, want: `invalid --log-format "text": use json or console`},
 		{name: "when the teardown timeout is negative, it is refused", args: []string{"--teardown-timeout=-1s"}, want: "--teardown-timeout must not be negative"},
+		{name: "when the worker count is negative, it is refused", args: []string{"--max-concurrent-reconciles=-1"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got -1 (0 leaves the operator's default, 10)"},
+		{name: "when the worker count is too large, it is refused", args: []string{"--max-concurrent-reconciles=1001"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got 1001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,11 +135,11 @@ func TestOperatorFlags(t *testing.T) {
 	cmd := newRenderCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--log-format=console", "--skip-flow-control", "--enable-monitoring"})
+	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--log-format=console", "--skip-flow-control", "--enable-monitoring", "--max-concurrent-reconciles=25"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug", "--zap-encoder=console", "- --enable-monitoring\n"} {
+	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug", "--zap-encoder=console", "- --enable-monitoring\n", "--max-concurrent-reconciles=25"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the render lacks %q", want)
 		}
@@ -148,7 +150,7 @@ func TestOperatorFlags(t *testing.T) {
 		}
 	}
 	if args := deploymentOf(ResourceObjects(DefaultOptions())).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
-		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level") || strings.HasPrefix(a, "--zap-encoder") || strings.HasPrefix(a, "--enable-monitoring")
+		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level") || strings.HasPrefix(a, "--zap-encoder") || strings.HasPrefix(a, "--enable-monitoring") || strings.HasPrefix(a, "--max-concurrent-reconciles")
 	}) {
 		t.Errorf("by default the operator's own flags are set: %v", args)
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// metrics Service and a Prometheus Operator ServiceMonitor for the
 	// control-plane-operator.
 	EnableMonitoring bool
+	// MaxConcurrentReconciles is how many HostedClusters are reconciled at
+	// once.
+	MaxConcurrentReconciles int
 }
 
 // DefaultOptions are the flags' defaults.
@@ -73,6 +76,7 @@ func DefaultOptions() Options {
 		HealthProbeBindAddress:      fmt.Sprintf(":%d", hyperv1.HealthPort),
 		TeardownTimeout:             hostedcluster.DefaultTeardownTimeout,
 		EnableFencing:               true,
+		MaxConcurrentReconciles:     config.DefaultMaxConcurrentReconciles,
 	}
 }
 
@@ -89,6 +93,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace).")
 	fs.BoolVar(&o.EnableMonitoring, "enable-monitoring", o.EnableMonitoring, "Give every control-plane-operator a metrics Service and a Prometheus Operator ServiceMonitor that scrapes it over HTTPS with Prometheus's ServiceAccount token (bind the "+metricsserving.ReaderClusterRole+" ClusterRole to it). Without the ServiceMonitor CRD, HostedClusters report Monitoring=False and run on.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
 }
 
 // Validate refuses options the HO must not run with, its own timings and
@@ -109,6 +114,9 @@ func (o Options) Validate() error {
 	}
 	if o.TeardownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--teardown-timeout must be positive, got %s", o.TeardownTimeout))
+	}
+	if err := config.ValidateMaxConcurrentReconciles(o.MaxConcurrentReconciles); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -164,6 +172,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		TeardownTimeout:                  o.TeardownTimeout,
 		EnableMonitoring:                 o.EnableMonitoring,
 		Heartbeats:                       heartbeats,
+		MaxConcurrentReconciles:          o.MaxConcurrentReconciles,
 	}
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err

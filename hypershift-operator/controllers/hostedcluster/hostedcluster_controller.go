@@ -92,6 +92,9 @@ type Reconciler struct {
 	// Heartbeats tracks the kubelets' heartbeats: a control plane that
 	// runs only on lost nodes is reported unavailable. Nil turns that off.
 	Heartbeats *nodeheartbeat.Tracker
+	// MaxConcurrentReconciles is how many HostedClusters are reconciled at
+	// once; zero means config.DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 
 	fences fences
 	// lostNodes remembers the HostedClusters reported because of each lost
@@ -112,6 +115,12 @@ type Reconciler struct {
 	// pullSecrets caches the metadata of Secrets, to hear of the pull
 	// secrets HostedClusters name (SetupCaches).
 	pullSecrets cache.Cache
+	// secrets reads the Secrets HostedClusters name once per change
+	// (SetupCaches).
+	secrets *userSecrets
+	// cache is the manager's cache, which holds the Secrets the HO copies
+	// (SetupCaches).
+	cache client.Reader
 }
 
 // Reconcile brings the world in line with one HostedCluster. Each pass runs
@@ -242,8 +251,10 @@ func earliest(a, b ctrl.Result) ctrl.Result {
 	return a
 }
 
+// applier applies the HO's objects; it reads the live Secret copies from
+// the manager's cache (secretCopiesFirst).
 func (r *Reconciler) applier() apply.Applier {
-	return apply.Applier{Client: r.Client, FieldOwner: FieldOwner}
+	return apply.Applier{Client: r.Client, Reader: secretCopiesFirst{cache: r.cache, client: r.Client}, FieldOwner: FieldOwner}
 }
 
 func (r *Reconciler) now() time.Time {

@@ -14,7 +14,7 @@ import (
 
 // encryptionKeys reads the key Secrets the HostedCluster's
 // spec.secretEncryption names, past the cache (the HO does not cache the
-// users' Secrets), by name. A Secret that is missing or holds no AES key
+// users' Secrets), by name, once per change (userSecrets). A Secret that is missing or holds no AES key
 // waits on the user: what runs keeps its keys.
 func (r *Reconciler) encryptionKeys(ctx context.Context, hc *hyperv1.HostedCluster) (map[string][]byte, waitKind, error) {
 	names := hyperv1.EncryptionKeySecrets(hc.Spec.SecretEncryption)
@@ -23,16 +23,16 @@ func (r *Reconciler) encryptionKeys(ctx context.Context, hc *hyperv1.HostedClust
 	}
 	keys := map[string][]byte{}
 	for _, name := range names {
-		secret := &corev1.Secret{}
 		key := client.ObjectKey{Namespace: hc.Namespace, Name: name}
-		if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		data, err := r.secrets.Data(ctx, key)
+		if err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, waitsOnUser, fmt.Errorf("secret encryption key Secret %s not found: create it with a random key under %q, e.g. head -c 32 /dev/urandom > key && kubectl create secret generic %s -n %s --from-file=key",
 					key, hyperv1.AESCBCKeySecretKey, name, hc.Namespace)
 			}
 			return nil, notWaiting, fmt.Errorf("failed to get secret encryption key Secret %s: %w", key, err)
 		}
-		aes, err := hyperv1.CheckAESCBCKey(secret.Data)
+		aes, err := hyperv1.CheckAESCBCKey(data)
 		if err != nil {
 			return nil, waitsOnUser, fmt.Errorf("secret encryption key Secret %s holds no usable key: %w", key, err)
 		}

@@ -154,18 +154,19 @@ func (r *Reconciler) releaseRecheck(s *scope) ctrl.Result {
 }
 
 // pullSecret returns the .dockerconfigjson of the HostedCluster's pull
-// secret, read past the cache: the HO does not cache every Secret. A
-// pull secret that is missing, or has no such key, waits on the user.
+// secret, read past the cache once per change (userSecrets): the HO does
+// not cache every Secret. A pull secret that is missing, or has no such
+// key, waits on the user.
 func (r *Reconciler) pullSecret(ctx context.Context, hc *hyperv1.HostedCluster) ([]byte, waitKind, error) {
-	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: hc.Namespace, Name: hc.Spec.PullSecret.Name}
-	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+	secret, err := r.secrets.Data(ctx, key)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, waitsOnUser, fmt.Errorf("pull secret %s not found: create it with your registry credentials under the %s key", key, corev1.DockerConfigJsonKey)
 		}
 		return nil, notWaiting, fmt.Errorf("failed to get pull secret %s: %w", key, err)
 	}
-	data, ok := secret.Data[corev1.DockerConfigJsonKey]
+	data, ok := secret[corev1.DockerConfigJsonKey]
 	if !ok {
 		return nil, waitsOnUser, fmt.Errorf("pull secret %s has no %s key", key, corev1.DockerConfigJsonKey)
 	}

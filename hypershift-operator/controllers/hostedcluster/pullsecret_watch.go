@@ -33,8 +33,9 @@ func secretMetadata() *metav1.PartialObjectMetadata {
 // pullSecretSources is a cache of the metadata, and only the metadata, of
 // Secrets: a HostedCluster's pull secret is the user's, unlabelled and in
 // any namespace, and Kubernetes cannot watch a list of names. The
-// credentials themselves are never cached; they are read past the cache
-// when a HostedCluster is reconciled. It runs on every replica.
+// credentials of every Secret are not cached; those a HostedCluster names
+// are read past the cache once per resourceVersion (userSecrets). It runs
+// on every replica.
 func pullSecretSources(mgr ctrl.Manager) (cache.Cache, error) {
 	return addStandbyCache(mgr, "pull secrets' metadata", nil)
 }
@@ -59,7 +60,8 @@ func indexPullSecrets(ctx context.Context, mgr ctrl.Manager) error {
 // secret or secret encryption key when it appears, changes or goes: a
 // changed pull secret or key is copied again within seconds, and one
 // created after its cluster is picked up at once, not after the error
-// backoff.
+// backoff. The credentials themselves are read past the cache, once per
+// change (userSecrets).
 func (r *Reconciler) pullSecretSource() source.Source {
 	changed := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -76,6 +78,9 @@ func (r *Reconciler) clustersOfPullSecret(ctx context.Context, obj client.Object
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{pullSecretIndex: key}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the HostedClusters of a pull secret", "secret", key)
 		return nil
+	}
+	if len(list.Items) == 0 {
+		r.secrets.forget(client.ObjectKeyFromObject(obj))
 	}
 	return requestsFor(list)
 }

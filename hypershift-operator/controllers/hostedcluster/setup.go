@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -19,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,6 +34,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/config"
 )
 
 // secretCopies selects the Secrets the HO copies: the pull secret into a
@@ -76,9 +82,42 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// ClientOptions makes the manager's client read Secrets past the cache.
+// ClientOptions makes the manager's client read Secrets past the cache:
+// the cache holds only the copies the HO writes, and a Secret it does not
+// show is not known missing. The applier reads the copies from the cache
+// first (secretCopiesFirst).
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}
+
+// secretCopiesFirst reads Secrets from the manager's cache, which holds
+// the copies the HO writes (secretCopies), and reads past it a Secret the
+// cache does not show (not yet seen, or not labelled as a copy); other
+// kinds are read from client.
+type secretCopiesFirst struct {
+	cache  client.Reader
+	client client.Reader
+}
+
+func (r secretCopiesFirst) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok && r.cache != nil {
+		if err := r.cache.Get(ctx, key, obj, opts...); !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return r.client.Get(ctx, key, obj, opts...)
+}
+
+func (r secretCopiesFirst) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.client.List(ctx, list, opts...)
+}
+
+// maxConcurrentReconciles is the worker count the controller runs with.
+func (r *Reconciler) maxConcurrentReconciles() int {
+	if r.MaxConcurrentReconciles <= 0 {
+		return config.DefaultMaxConcurrentReconciles
+	}
+	return r.MaxConcurrentReconciles
 }
 
 // controlPlaneNamespaceIndex indexes HostedClusters by the name of their
@@ -107,6 +146,8 @@ func (r *Reconciler) SetupCaches(ctx context.Context, mgr ctrl.Manager) error {
 	if r.pullSecrets, err = pullSecretSources(mgr); err != nil {
 		return err
 	}
+	r.secrets = &userSecrets{metadata: r.pullSecrets, api: r.APIReader}
+	r.cache = mgr.GetCache()
 	r.kubeconfigs, err = kubeconfigSources(mgr)
 	return err
 }
@@ -142,7 +183,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.
 		Named("hostedcluster").
-		For(&hyperv1.HostedCluster{}).
+		// HostedClusters are reconciled side by side; one is never
+		// reconciled twice at once (the work queue's guarantee).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles()}).
+		// Its own status writes do not come back as passes.
+		For(&hyperv1.HostedCluster{}, builder.WithPredicates(notOnlyStatus)).
 		// The HostedCluster refused a node port another holds learns when
 		// that one lets it go.
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.clustersOnNodePort)).
@@ -227,6 +272,25 @@ func clusterOfNodePool(_ context.Context, obj client.Object) []reconcile.Request
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}}}
+}
+
+// notOnlyStatus drops the updates of a HostedCluster that change only its
+// status (the HO's own status writes) and resourceVersion: a new
+// generation (spec, deletion), labels, annotations, finalizers or owners
+// pass.
+var notOnlyStatus = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		if o == nil || n == nil {
+			return true
+		}
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
+			!equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
+	},
 }
 
 // onlyDeletes passes deletions only.

@@ -1,0 +1,47 @@
+package operator
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestMaxConcurrentReconciles: the worker count defaults to 10, takes the
+// flag's value, and is refused, in the flag's words, outside 1 to 1000.
+func TestMaxConcurrentReconciles(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{args: nil, want: 10},
+		{args: []string{"--max-concurrent-reconciles=25"}, want: 25},
+		{args: []string{"--max-concurrent-reconciles=1"}, want: 1},
+		{args: []string{"--max-concurrent-reconciles=0"}, wantErr: "--max-concurrent-reconciles must be from 1 to 1000, got 0"},
+		{args: []string{"--max-concurrent-reconciles=1001"}, wantErr: "--max-concurrent-reconciles must be from 1 to 1000, got 1001"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o := DefaultOptions()
+			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.MaxConcurrentReconciles != tt.want {
+				t.Fatalf("MaxConcurrentReconciles = %d, want %d", o.MaxConcurrentReconciles, tt.want)
+			}
+		})
+	}
+}
