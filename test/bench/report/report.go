@@ -54,3 +54,23 @@ func UpdateSection(path, name, body string) error {
 	}
 	return os.WriteFile(path, []byte(text), 0o644)
 }
+
+// ReadSection returns the body of the section called name in path, as
+// UpdateSection last wrote it; "" when the file or the section is missing.
+func ReadSection(path, name string) (string, error) {
+	text, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	begin := fmt.Sprintf("<!-- BEGIN %s -->", name)
+	end := fmt.Sprintf("<!-- END %s -->", name)
+	s := string(text)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return "", nil
+	}
+	return strings.TrimSpace(s[i+len(begin) : j]), nil
+}

@@ -31,4 +31,12 @@ func TestUpdateSection(t *testing.T) {
 	case strings.Index(text, "second a") > strings.Index(text, "only b"):
 		t.Errorf("section a moved:\n%s", text)
 	}
+	for name, want := range map[string]string{"a": "second a", "b": "only b", "c": ""} {
+		if got, err := ReadSection(path, name); err != nil || got != want {
+			t.Errorf("ReadSection(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if got, err := ReadSection(filepath.Join(t.TempDir(), "missing.md"), "a"); err != nil || got != "" {
+		t.Errorf("ReadSection of a missing file = %q, %v; want nothing", got, err)
+	}
 }

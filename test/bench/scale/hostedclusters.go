@@ -24,6 +24,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/operator"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/auditlog"
+	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -33,6 +34,9 @@ type hcOptions struct {
 	poll, quiet, convergeTimeout time.Duration
 	binary                       string
 	kubeconfigFlag               bool
+	// workers is the HO's --max-concurrent-reconciles; 0 leaves its
+	// default.
+	workers int
 }
 
 var hcFlags hcOptions
@@ -45,6 +49,7 @@ func init() {
 	flag.DurationVar(&hcFlags.quiet, "quiet", 2*time.Minute, "How long to count the hypershift-operator's writes once everything converged (at least 2m for the report).")
 	flag.DurationVar(&hcFlags.convergeTimeout, "converge-timeout", 45*time.Minute, "Fail when the HostedClusters have not converged this long after the first create.")
 	flag.StringVar(&hcFlags.binary, "operator-binary", "", "The hypershift-operator binary (default bin/hypershift-operator, or one built from the source when that is missing or older than the source).")
+	flag.IntVar(&hcFlags.workers, "max-concurrent-reconciles", 0, "The hypershift-operator's --max-concurrent-reconciles (0: its default).")
 	flag.BoolVar(&hcFlags.kubeconfigFlag, "operator-kubeconfig-flag", false, "Give the hypershift-operator its kubeconfig with --kubeconfig instead of $KUBECONFIG; client-go's default client-side rate limit (5 requests/s, burst 10, per REST client, of which controller-runtime makes one per resource) then applies, which the $KUBECONFIG and in-cluster paths turn off.")
 }
 
@@ -78,6 +83,8 @@ type hcRun struct {
 	// metricsURL is the HO's metrics endpoint.
 	metricsURL string
 	logDir     string
+	// workers is the HO's worker count.
+	workers int
 	// election are the HO's own election timings (its flags' defaults).
 	election string
 
@@ -99,6 +106,15 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	}
 	if o.quiet < minQuiet {
 		fmt.Printf("WARNING: -quiet=%s is shorter than the %s the report asks for\n", o.quiet, minQuiet)
+	}
+	// The previous run on record, to set this one beside.
+	path, err := report.File()
+	if err != nil {
+		return "", err
+	}
+	previous, err := report.ReadSection(path, "scale-hostedclusters")
+	if err != nil {
+		return "", err
 	}
 	r := &hcRun{env: env, owner: map[string]int{}}
 	adminConfig := rest.CopyConfig(env.Config)
@@ -153,7 +169,7 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 			fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", stopErr)
 		}
 	}()
-	if err := r.startOperator(ctx, binary, o.kubeconfigFlag); err != nil {
+	if err := r.startOperator(ctx, binary, o.kubeconfigFlag, o.workers); err != nil {
 		return "", err
 	}
 	stopSampling := make(chan struct{})
@@ -191,6 +207,9 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	res.settledMetrics, res.endMetrics = settledMetrics, endMetrics
 	res.print()
 	markdown = res.markdown(o)
+	against := comparison(previous, markdown)
+	fmt.Printf("\nagainst the previous run on record:\n%s", against)
+	markdown += "\n### Against the previous run on record\n\nThe headline figures of the section this command wrote before, beside this run's (below 1: lower now).\n\n" + against
 	if n := len(res.quietOtherWrites); n > 0 {
 		return markdown, fmt.Errorf("the hypershift-operator wrote %d times (%.1f/min) while converged, other than renewing its own Lease: see above", n, res.perMinute(n))
 	}

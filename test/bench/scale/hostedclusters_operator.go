@@ -24,13 +24,14 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 // startOperator creates the HO's namespace, user and RBAC, starts the HO
 // with its default settings and waits until it holds its Lease.
-func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag bool) error {
+func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag bool, workers int) error {
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser}}
 	electionRole := rbac.LeaderElectionRole(operatorNamespace)
 	objects := []client.Object{
@@ -71,6 +72,13 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag
 		"--metrics-bind-address=" + metricsAddr,
 		"--metrics-secure=false", // scraped here over plain HTTP
 		"--health-probe-bind-address=" + healthAddr,
+	}
+	if workers > 0 {
+		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", workers))
+	}
+	r.workers = workers
+	if r.workers == 0 {
+		r.workers = config.DefaultMaxConcurrentReconciles
 	}
 	environ := []string{"POD_NAME=" + operatorPod}
 	if kubeconfigFlag {

@@ -57,13 +57,17 @@ func (res *hcResult) markdown(o hcOptions) string {
 	if o.kubeconfigFlag {
 		kubeconfig = "from `--kubeconfig`: client-go's default client-side rate limit (5 requests/s, burst 10, per resource)"
 	}
-	fmt.Fprintf(&b, "The real `hypershift-operator` process with its default settings (its own election: %s; fencing %s, one reconcile at a time), "+
+	workers := fmt.Sprintf("%d HostedClusters reconciled at once", r.workers)
+	if o.workers == 0 {
+		workers += " (its default --max-concurrent-reconciles)"
+	}
+	fmt.Fprintf(&b, "The real `hypershift-operator` process with its default settings (its own election: %s; fencing %s; %s), "+
 		"as a user bound only to its ClusterRole and election Role, kubeconfig %s. "+
 		"%s HostedClusters, each with its pull secret, as `hypershift create cluster none` makes them, over %d namespaces, created by %d concurrent clients. "+
 		"A HostedCluster is complete when its %d objects exist (%s), polled with metadata-only LISTs every %s; "+
 		"its status is complete when it reports a successful reconcile of its generation, the release version, the CPO Lease, LeaderFencing, and Available=Unknown (ControlPlaneOperatorSilent) once the CPO Lease has gone its lease duration without a holder: no control-plane-operator runs here. "+
 		"Requests are counted from the API server's audit log, by the operator's user.\n\n",
-		r.election, fencing, kubeconfig,
+		r.election, fencing, workers, kubeconfig,
 		thousands(n), o.namespaces, o.creators, len(r.kinds), kindList(r.kinds), o.poll)
 	b.WriteString("| measure | result |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
