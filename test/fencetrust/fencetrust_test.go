@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -234,14 +235,14 @@ func TestFencingPolicyDeleted(t *testing.T) {
 	if err := env.Client.Create(t.Context(), withoutPolicies); err != nil {
 		t.Fatal(err)
 	}
-	rebind(t, user, withoutPolicies.Name)
+	rebind(t, user, withoutPolicies.Name, false)
 	if err := env.Client.Delete(t.Context(), render.FencingPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range clusters {
 		awaitFencing(t, c, metav1.ConditionFalse, "FencingPolicyMissing")
 	}
-	rebind(t, user, rbac.ClusterRole().Name)
+	rebind(t, user, rbac.ClusterRole().Name, true)
 	for _, c := range clusters {
 		awaitFencing(t, c, metav1.ConditionTrue, "AsExpected")
 	}
@@ -251,8 +252,13 @@ func TestFencingPolicyDeleted(t *testing.T) {
 	}
 }
 
-// rebind points user's ClusterRoleBinding at role.
-func rebind(t *testing.T, user, role string) {
+// rebind points user's ClusterRoleBinding at role, and waits until the
+// API server's authorizer, which follows RBAC objects through its own
+// informers, lets user write admission policies only if writesPolicies:
+// until then the old binding may still be in force (the operator would
+// re-create a policy the test deletes), or neither (every request of the
+// operator refused).
+func rebind(t *testing.T, user, role string, writesPolicies bool) {
 	t.Helper()
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}}
 	if err := env.Client.Delete(t.Context(), binding); err != nil {
@@ -266,6 +272,24 @@ func rebind(t *testing.T, user, role string) {
 	if err := env.Client.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
 	}
+	testutil.Eventually(t, converge, func() error {
+		for _, attributes := range []struct {
+			authorizationv1.ResourceAttributes
+			allowed bool
+		}{
+			{authorizationv1.ResourceAttributes{Group: "", Resource: "serviceaccounts", Verb: "impersonate", Name: hyperv1.ControlPlaneOperatorName}, true},
+			{authorizationv1.ResourceAttributes{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies", Verb: "create"}, writesPolicies},
+		} {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attributes.ResourceAttributes}}
+			if err := env.Client.Create(t.Context(), review); err != nil {
+				return err
+			}
+			if review.Status.Allowed != attributes.allowed {
+				return fmt.Errorf("%s may %s %s: %t, want %t", user, attributes.Verb, attributes.Resource, review.Status.Allowed, attributes.allowed)
+			}
+		}
+		return nil
+	})
 }
 
 // TestRecreatedClusterFencesItsNewHolder deletes and re-creates
