@@ -130,6 +130,31 @@ func TestTwoOperators(t *testing.T) {
 		}
 	})
 
+	t.Run("the standby's cache watches what the holder's controllers watch", func(t *testing.T) {
+		// What the HostedCluster controller reads from the cache; a standby
+		// that took over without them would list every kind first.
+		want := []string{"hostedclusters", "hostedcontrolplanes", "namespaces", "deployments", "serviceaccounts", "secrets",
+			"roles", "rolebindings", "clusterrolebindings", "services", "validatingadmissionpolicybindings", "leases"}
+		testutil.Eventually(t, 30*time.Second, func() error {
+			events, err := env.AuditEvents()
+			if err != nil {
+				return err
+			}
+			watched := map[string]bool{}
+			for _, e := range events {
+				if e.User.Username == b.user && e.Verb == "watch" && e.ObjectRef != nil {
+					watched[e.ObjectRef.Resource] = true
+				}
+			}
+			for _, resource := range want {
+				if !watched[resource] {
+					return fmt.Errorf("the standby does not watch %s", resource)
+				}
+			}
+			return nil
+		})
+	})
+
 	t.Run("when the holder stops gracefully, it releases the Lease and the standby takes over", func(t *testing.T) {
 		stopped := time.Now()
 		if err := a.Signal(syscall.SIGTERM); err != nil {

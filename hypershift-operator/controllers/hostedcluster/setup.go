@@ -151,8 +151,37 @@ func (r *Reconciler) SetupCaches(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	r.secrets = &userSecrets{metadata: r.pullSecrets, api: r.APIReader}
 	r.cache = mgr.GetCache()
-	r.kubeconfigs, err = kubeconfigSources(mgr)
-	return err
+	if r.kubeconfigs, err = kubeconfigSources(mgr); err != nil {
+		return err
+	}
+	return warmCache(ctx, mgr)
+}
+
+// watchedKinds are the kinds SetupWithManager watches through the
+// manager's cache.
+func watchedKinds() []client.Object {
+	return []client.Object{
+		&hyperv1.HostedCluster{}, &hyperv1.HostedControlPlane{}, &hyperv1.NodePool{},
+		&corev1.Namespace{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
+		&corev1.ServiceAccount{}, &corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{},
+		&corev1.Service{}, &admissionregistrationv1.ValidatingAdmissionPolicy{},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, &coordinationv1.Lease{},
+	}
+}
+
+// warmCache registers the informers of every watched kind with the
+// manager's cache before it starts, so that they run on every replica, as
+// the cache does, and not only from the moment a replica leads (when the
+// controller's watches would ask for them): a standby that takes over
+// starts its first pass over every HostedCluster with the cache filled,
+// instead of listing every kind first.
+func warmCache(ctx context.Context, mgr ctrl.Manager) error {
+	for _, obj := range watchedKinds() {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("failed to register the cache's informer for %T: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 // SetupWithManager registers the controller and its watches (SetupCaches
