@@ -37,6 +37,10 @@ type hcOptions struct {
 	// workers is the HO's --max-concurrent-reconciles; 0 leaves its
 	// default.
 	workers int
+	// failover kills the leader once converged, a standby having run for
+	// failoverWarm (see failover).
+	failover     bool
+	failoverWarm time.Duration
 }
 
 var hcFlags hcOptions
@@ -50,6 +54,8 @@ func init() {
 	flag.DurationVar(&hcFlags.convergeTimeout, "converge-timeout", 45*time.Minute, "Fail when the HostedClusters have not converged this long after the first create.")
 	flag.StringVar(&hcFlags.binary, "operator-binary", "", "The hypershift-operator binary (default bin/hypershift-operator, or one built from the source when that is missing or older than the source).")
 	flag.IntVar(&hcFlags.workers, "max-concurrent-reconciles", 0, "The hypershift-operator's --max-concurrent-reconciles (0: its default).")
+	flag.BoolVar(&hcFlags.failover, "failover", true, "Once converged, start a standby hypershift-operator, kill the leader with SIGKILL and measure the standby's takeover and first pass.")
+	flag.DurationVar(&hcFlags.failoverWarm, "failover-warm", 30*time.Second, "How long the standby runs before the leader is killed.")
 	flag.BoolVar(&hcFlags.kubeconfigFlag, "operator-kubeconfig-flag", false, "Give the hypershift-operator its kubeconfig with --kubeconfig instead of $KUBECONFIG; client-go's default client-side rate limit (5 requests/s, burst 10, per REST client, of which controller-runtime makes one per resource) then applies, which the $KUBECONFIG and in-cluster paths turn off.")
 }
 
@@ -85,6 +91,9 @@ type hcRun struct {
 	logDir     string
 	// workers is the HO's worker count.
 	workers int
+	// kubeconfig is the HO's, given as --kubeconfig when kubeconfigFlag.
+	kubeconfig     string
+	kubeconfigFlag bool
 	// election are the HO's own election timings (its flags' defaults).
 	election string
 
@@ -194,6 +203,12 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	if err != nil {
 		return "", fmt.Errorf("failed to read the hypershift-operator's memory: %w", err)
 	}
+	var failover *failoverResult
+	if o.failover {
+		if failover, err = r.failover(ctx, binary, o.failoverWarm, 10*time.Minute); err != nil {
+			return "", err
+		}
+	}
 	if err := r.ho.Stop(30 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", err)
 	}
@@ -202,11 +217,17 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	if err != nil {
 		return "", err
 	}
-	res := r.analyze(auditlog.Requests(events))
+	requests := auditlog.Requests(events)
+	res := r.analyze(requests)
 	res.rss, res.hwm, res.sampledRSS = rss, hwm, r.ho.sampledPeakRSS()
 	res.settledMetrics, res.endMetrics = settledMetrics, endMetrics
 	res.print()
 	markdown = res.markdown(o)
+	if failover != nil {
+		failover.analyze(byUser(requests, operatorUser))
+		failover.print()
+		markdown += failover.markdown(len(r.clusters), r.election)
+	}
 	against := comparison(previous, markdown)
 	fmt.Printf("\nagainst the previous run on record:\n%s", against)
 	markdown += "\n### Against the previous run on record\n\nThe headline figures of the section this command wrote before, beside this run's (below 1: lower now).\n\n" + against

@@ -31,7 +31,7 @@ import (
 
 // startOperator creates the HO's namespace, user and RBAC, starts the HO
 // with its default settings and waits until it holds its Lease.
-func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag bool, workers int) error {
+func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag bool, workers int) (err error) {
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser}}
 	electionRole := rbac.LeaderElectionRole(operatorNamespace)
 	objects := []client.Object{
@@ -54,50 +54,22 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag
 			return fmt.Errorf("failed to create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	kubeconfig, err := r.env.AddUserKubeconfig(operatorUser)
-	if err != nil {
+	if r.kubeconfig, err = r.env.AddUserKubeconfig(operatorUser); err != nil {
 		return err
 	}
-	metricsAddr, err := freeAddress()
-	if err != nil {
-		return err
-	}
-	healthAddr, err := freeAddress()
-	if err != nil {
-		return err
-	}
-	r.metricsURL = "http://" + metricsAddr + "/metrics"
-	args := []string{"run",
-		"--namespace=" + operatorNamespace,
-		"--metrics-bind-address=" + metricsAddr,
-		"--metrics-secure=false", // scraped here over plain HTTP
-		"--health-probe-bind-address=" + healthAddr,
-	}
-	if workers > 0 {
-		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", workers))
-	}
+	r.kubeconfigFlag = kubeconfigFlag
 	r.workers = workers
 	if r.workers == 0 {
 		r.workers = config.DefaultMaxConcurrentReconciles
-	}
-	environ := []string{"POD_NAME=" + operatorPod}
-	if kubeconfigFlag {
-		args = append(args, "--kubeconfig="+kubeconfig)
-	} else {
-		// As in a pod: no --kubeconfig, so controller-runtime loads the
-		// config and turns client-side rate limiting off.
-		environ = append(environ, "KUBECONFIG="+kubeconfig)
 	}
 	if out, err := exec.CommandContext(ctx, binary, "version").CombinedOutput(); err == nil {
 		fmt.Printf("hypershift-operator: %s, %s\n", binary, strings.TrimSpace(string(out)))
 	}
 	r.operatorStarted = time.Now()
-	r.ho, err = startProcess("hypershift-operator", binary, args, environ, filepath.Join(r.logDir, "hypershift-operator.log"))
-	if err != nil {
+	if r.ho, r.metricsURL, err = r.launchOperator(binary, operatorPod, workers); err != nil {
 		return err
 	}
 	r.election = electionDefaults(ctx, binary)
-	fmt.Printf("hypershift-operator: pid %d, %s, log %s\n", r.ho.PID(), strings.Join(args, " "), r.ho.logPath)
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: operatorNamespace, Name: hyperv1.HypershiftOperatorLeaseName}
@@ -123,6 +95,43 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// launchOperator starts one HO replica as pod (its POD_NAME, so its
+// Lease identity), with workers as --max-concurrent-reconciles (0: its
+// default), and returns it with its metrics endpoint.
+func (r *hcRun) launchOperator(binary, pod string, workers int) (*process, string, error) {
+	metricsAddr, err := freeAddress()
+	if err != nil {
+		return nil, "", err
+	}
+	healthAddr, err := freeAddress()
+	if err != nil {
+		return nil, "", err
+	}
+	args := []string{"run",
+		"--namespace=" + operatorNamespace,
+		"--metrics-bind-address=" + metricsAddr,
+		"--metrics-secure=false", // scraped here over plain HTTP
+		"--health-probe-bind-address=" + healthAddr,
+	}
+	if workers > 0 {
+		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", workers))
+	}
+	environ := []string{"POD_NAME=" + pod}
+	if r.kubeconfigFlag {
+		args = append(args, "--kubeconfig="+r.kubeconfig)
+	} else {
+		// As in a pod: no --kubeconfig, so controller-runtime loads the
+		// config and turns client-side rate limiting off.
+		environ = append(environ, "KUBECONFIG="+r.kubeconfig)
+	}
+	p, err := startProcess(pod, binary, args, environ, filepath.Join(r.logDir, pod+".log"))
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Printf("hypershift-operator %s: pid %d, %s, log %s\n", pod, p.PID(), strings.Join(args, " "), p.logPath)
+	return p, "http://" + metricsAddr + "/metrics", nil
 }
 
 // pushRelease pushes a release payload whose hypershift component (the CPO

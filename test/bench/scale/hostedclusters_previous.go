@@ -30,6 +30,9 @@ var headline = []struct {
 	{"get secrets per HostedCluster", regexp.MustCompile(`\| get secrets \| ([0-9.]+) \|`)},
 	{"CPU time while converging, s", regexp.MustCompile(`\| hypershift-operator CPU time while converging \| ([0-9.]+) s`)},
 	{"reconciles per HostedCluster", regexp.MustCompile(`\| reconciles while converging \(controller metrics\) \| [0-9,]+, ([0-9.]+) per HostedCluster`)},
+	{"failover: the standby leads, s after the kill", regexp.MustCompile(`\| the standby leads, after the kill \| ([0-9.]+) s`)},
+	{"failover: its first pass done, s after it leads", regexp.MustCompile(`\| its first pass over every HostedCluster done, after it leads \| ([0-9.]+) s`)},
+	{"failover: writes in that pass", regexp.MustCompile(`\| writes among them \| ([0-9]+) \|`)},
 }
 
 // clustersOf finds how many HostedClusters a section's run created.
