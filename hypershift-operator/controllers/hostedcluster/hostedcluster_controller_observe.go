@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +48,10 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	s.observed = &observation{hcp: hcp, deployment: deployment, lease: lease}
 	if silent, duration := r.silentLease(lease); silent {
 		s.observed.silentFor = duration
+	} else if lease != nil && r.leases != nil && reportedSilent(s.original, lease) {
+		if silent, duration := r.leases.inheritSilence(lease); silent {
+			s.observed.silentFor = duration
+		}
 	}
 	if err := r.observeLostNodes(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -60,6 +66,18 @@ func (r *Reconciler) silentLease(lease *coordinationv1.Lease) (bool, time.Durati
 		return false, 0
 	}
 	return r.leases.silent(client.ObjectKeyFromObject(lease))
+}
+
+// reportedSilent reports whether hc's status says the CPO Lease went silent
+// under the holder and transitions lease shows now: a silence an earlier
+// process judged, which this one's clock cannot judge yet (inheritSilence).
+func reportedSilent(hc *hyperv1.HostedCluster, lease *coordinationv1.Lease) bool {
+	available := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available)
+	if available == nil || available.Status != metav1.ConditionUnknown || available.Reason != hyperv1.ControlPlaneOperatorSilentReason {
+		return false
+	}
+	reported := hc.Status.ControlPlaneOperator
+	return reported != nil && *reported == *leaderStatus(lease)
 }
 
 // leaderStatus is what status shows of the Lease: only what changes with

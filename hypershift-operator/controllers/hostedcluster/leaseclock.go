@@ -42,6 +42,13 @@ type leaseClock struct {
 type leaseSeen struct {
 	leasestate.Sighting
 	timer clock.Timer
+	// first is true while the Lease has not changed since this process
+	// first saw it: its silence before then is unknown to this clock.
+	first bool
+	// inherited is true when a pass took over a silence another process
+	// reported (inheritSilence): the Lease's next change wakes its
+	// HostedClusters, as the end of a silence this clock saw does.
+	inherited bool
 }
 
 // silent reports whether the Lease key has gone unchanged for its lease
@@ -56,8 +63,42 @@ func (c *leaseClock) silent(key types.NamespacedName) (bool, time.Duration) {
 	return seen.Expired(c.clock.Now()), seen.Duration
 }
 
+// inheritSilence is silent for a Lease that has not changed since this
+// process first saw it, when the caller knows, from
+// status another process wrote, that the Lease was already silent then
+// (after an HO failover, or a restart): the new leader's clock cannot tell
+// for a whole lease duration, and saying "alive" meanwhile would show the
+// HostedControlPlane's last, possibly stale, report as the truth. A holder
+// that still renews changes the Lease within its retry period, and that
+// change wakes the HostedClusters again: calling a live holder silent for
+// one renewal is the safe error, the other one is not.
+func (c *leaseClock) inheritSilence(lease *coordinationv1.Lease) (bool, time.Duration) {
+	key, rv := client.ObjectKeyFromObject(lease), lease.ResourceVersion
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[types.NamespacedName]*leaseSeen{}
+	}
+	seen := c.seen[key]
+	if seen == nil {
+		// The pass read the Lease before its event reached the clock:
+		// this is the first sighting.
+		sighting, _ := leasestate.See(nil, lease, c.clock.Now(), c.fallback)
+		seen = &leaseSeen{Sighting: sighting, first: true}
+		c.seen[key] = seen
+	}
+	if !seen.first || seen.ResourceVersion != rv {
+		return false, 0
+	}
+	seen.inherited = true
+	return true, seen.Duration
+}
+
 // observe records a Lease as seen now when it changed, and arms a timer that
 // wakes its HostedClusters once it has gone its lease duration without one.
+// A change that ends a silence (one this clock saw, or one it inherited)
+// wakes them at once: status said Unknown and must not wait for another
+// reason to say otherwise.
 func (c *leaseClock) observe(ctx context.Context, lease *coordinationv1.Lease, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	key := client.ObjectKeyFromObject(lease)
 	c.mu.Lock()
@@ -65,27 +106,47 @@ func (c *leaseClock) observe(ctx context.Context, lease *coordinationv1.Lease, q
 	if c.seen == nil {
 		c.seen = map[types.NamespacedName]*leaseSeen{}
 	}
+	now := c.clock.Now()
 	var last *leasestate.Sighting
-	if seen := c.seen[key]; seen != nil {
-		last = &seen.Sighting
+	prev := c.seen[key]
+	if prev != nil {
+		last = &prev.Sighting
 	}
-	sighting, changed := leasestate.See(last, lease, c.clock.Now(), c.fallback)
+	sighting, changed := leasestate.See(last, lease, now, c.fallback)
 	if !changed {
+		if prev != nil && prev.timer == nil {
+			// Recorded first by inheritSilence: arm its timer now.
+			prev.Duration = sighting.Duration
+			prev.timer = c.after(ctx, lease, queue, prev.Expiry().Sub(now))
+		}
 		return
 	}
-	if seen := c.seen[key]; seen != nil {
-		seen.timer.Stop()
-	}
-	requests := c.requests(ctx, lease)
-	c.seen[key] = &leaseSeen{
-		Sighting: sighting,
-		// A moment past the duration, so that silent agrees when it fires.
-		timer: c.clock.AfterFunc(sighting.Duration+100*time.Millisecond, func() {
-			for _, request := range requests {
+	if prev != nil {
+		if prev.timer != nil {
+			prev.timer.Stop()
+		}
+		if prev.inherited || prev.Expired(now) {
+			for _, request := range c.requests(ctx, lease) {
 				queue.Add(request)
 			}
-		}),
+		}
 	}
+	c.seen[key] = &leaseSeen{
+		Sighting: sighting,
+		first:    prev == nil,
+		timer:    c.after(ctx, lease, queue, sighting.Duration),
+	}
+}
+
+// after wakes the HostedClusters of lease a moment past d, so that silent
+// agrees when it fires.
+func (c *leaseClock) after(ctx context.Context, lease *coordinationv1.Lease, queue workqueue.TypedRateLimitingInterface[reconcile.Request], d time.Duration) clock.Timer {
+	requests := c.requests(ctx, lease)
+	return c.clock.AfterFunc(d+100*time.Millisecond, func() {
+		for _, request := range requests {
+			queue.Add(request)
+		}
+	})
 }
 
 // forget drops a deleted Lease.
@@ -94,7 +155,9 @@ func (c *leaseClock) forget(lease client.Object) {
 	defer c.mu.Unlock()
 	key := client.ObjectKeyFromObject(lease)
 	if seen := c.seen[key]; seen != nil {
-		seen.timer.Stop()
+		if seen.timer != nil {
+			seen.timer.Stop()
+		}
 		delete(c.seen, key)
 	}
 }

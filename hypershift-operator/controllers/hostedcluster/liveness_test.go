@@ -124,6 +124,65 @@ func TestSilentLeaseMakesAvailableUnknown(t *testing.T) {
 		}
 	}
 
-	renewAs(t, c, "cpo-y", leaseSeconds)
+	// The same holder renewing again ends the silence (no change of
+	// holder wakes the HostedCluster then: the end of the silence does).
+	renewAs(t, c, "cpo-x", leaseSeconds)
 	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
+}
+
+// TestSilenceOutlivesAnOperatorRestart checks that an operator that starts
+// (a restart, or a standby taking over) keeps a silence the one before it
+// judged: its own clock cannot tell a silent Lease for a whole lease
+// duration, and meanwhile Available must not go back to the
+// HostedControlPlane's last report, a stale True. A renewal by the same
+// holder then ends the silence at once.
+func TestSilenceOutlivesAnOperatorRestart(t *testing.T) {
+	fencing := func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} }
+	_, stopFirst := startStoppableOperator(t, fencing)
+	c := newCluster(t, "4.17.0", nil)
+	awaitControlPlane(t, c)
+	const leaseSeconds = 3
+	stop := renewAs(t, c, "cpo-x", leaseSeconds)
+	reportReady(t, c, "4.17.0")
+	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
+	stop()
+	silent := func() error {
+		hc := c.get(t)
+		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionUnknown); err != nil {
+			return err
+		}
+		if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
+			return fmt.Errorf("Available is Unknown for %s: %s", a.Reason, a.Message)
+		}
+		return nil
+	}
+	testutil.Eventually(t, leaseSeconds*time.Second+5*time.Second, silent)
+	went := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available).LastTransitionTime
+
+	stopFirst()
+	startOperator(t, fencing)
+	started := time.Now()
+	// A pass of the new operator at once, and more while its clock has
+	// not yet seen the Lease silent for a lease duration, and after.
+	for i := range 4 {
+		c.update(t, func(hc *hyperv1.HostedCluster) {
+			if hc.Annotations == nil {
+				hc.Annotations = map[string]string{}
+			}
+			hc.Annotations["test.hypershift.openshift.io/pass"] = fmt.Sprint(i)
+		})
+		for end := time.Now().Add(leaseSeconds * time.Second * 2 / 3); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if err := silent(); err != nil {
+				t.Fatalf("%s after the new operator started, the silent Lease's status went back: %v", time.Since(started).Round(100*time.Millisecond), err)
+			}
+		}
+	}
+	if a := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available); !a.LastTransitionTime.Equal(&went) {
+		t.Fatalf("Available's lastTransitionTime moved from %s to %s while the Lease stayed silent", went, a.LastTransitionTime)
+	}
+
+	renewed := time.Now()
+	renewAs(t, c, "cpo-x", leaseSeconds)
+	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
+	t.Logf("Available came back %s after the same holder renewed again", time.Since(renewed).Round(time.Millisecond))
 }
