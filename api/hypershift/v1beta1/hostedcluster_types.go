@@ -144,6 +144,53 @@ type HostedClusterStatus struct {
 	//
 	// +optional
 	ControlPlaneOperator *ControlPlaneOperatorStatus `json:"controlPlaneOperator,omitempty"`
+
+	// verifiedFence is what LeaderFencing=True was last verified for: the
+	// fencing policy and this control plane's binding, at the generations
+	// the API server was seen to enforce, and the Lease holder whose writes
+	// it admitted. A hypershift-operator that starts, or takes over as
+	// leader, trusts a verdict whose objects and holder are unchanged
+	// instead of probing the fence again. Empty while LeaderFencing is not
+	// True.
+	//
+	// +optional
+	VerifiedFence *VerifiedFence `json:"verifiedFence,omitempty"`
+}
+
+// VerifiedFence identifies one verdict of the fence: the objects and the
+// holder it was for.
+type VerifiedFence struct {
+	// policyUID is the fencing ValidatingAdmissionPolicy's uid.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	PolicyUID string `json:"policyUID"`
+
+	// policyGeneration is the fencing policy's metadata.generation.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	PolicyGeneration int64 `json:"policyGeneration"`
+
+	// bindingUID is the control plane's fencing
+	// ValidatingAdmissionPolicyBinding's uid.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	BindingUID string `json:"bindingUID"`
+
+	// bindingGeneration is the fencing binding's metadata.generation.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	BindingGeneration int64 `json:"bindingGeneration"`
+
+	// holderIdentity is the Lease holder the fence admitted; empty when no
+	// pod held the Lease and the fence refused every write.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	HolderIdentity string `json:"holderIdentity,omitempty"`
 }
 
 // ClusterVersionStatus is the desired release and the releases a control

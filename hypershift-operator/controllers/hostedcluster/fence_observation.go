@@ -26,7 +26,9 @@ import (
 // fence, and the refusal names the holder the API server judges against:
 // it must be the Lease's holder (whose writes the policy then admits). The
 // probe runs when the policy, the binding or the holder changed, never on a
-// renewal; a converged cluster costs no request.
+// renewal; a converged cluster costs no request. What a verdict was for is
+// kept in status (verifiedFence), so that an HO that restarts or takes over
+// does not probe again a fence nothing changed.
 //
 // A fence that judges against another holder is stale: the API server's
 // Lease param cache stopped (see render.KeepAlivePolicy). The HO re-creates
@@ -44,7 +46,7 @@ const (
 // fenceState is what the HO last observed of one namespace's fence.
 type fenceState struct {
 	// observed is the policy, binding and holder the last verdict was for.
-	observed string
+	observed hyperv1.VerifiedFence
 	verified bool
 	// staleSince is when the fence was first seen judging against another
 	// holder; recreated is set once the binding was re-created for it.
@@ -89,8 +91,13 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 		return ctrl.Result{}, err
 	}
 	state := r.fences.get(s.namespace)
+	if state.observed == (hyperv1.VerifiedFence{}) && verifiedInStatus(s.original, observed) {
+		// A verdict of an HO before this process, for the same objects
+		// and holder.
+		state.observed, state.verified = observed, true
+	}
 	if state.observed == observed && state.verified {
-		setFenceVerified(s, holder)
+		setFenceVerified(s, observed)
 		return ctrl.Result{}, nil
 	}
 	state.observed, state.verified = observed, false
@@ -109,24 +116,38 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case judged.Holder == holder:
 		state.verified, state.staleSince, state.recreated = true, time.Time{}, false
-		setFenceVerified(s, holder)
+		setFenceVerified(s, observed)
 		return ctrl.Result{}, nil
 	}
 	return r.fenceStale(ctx, s, state, holder, judged.Holder)
 }
 
 // fenceObserved identifies what a verdict is for: the policy, the binding
-// (both from the cache) and the holder.
-func (r *Reconciler) fenceObserved(ctx context.Context, namespace, holder string) (string, error) {
+// (both from the cache, by uid and generation: what the API server
+// enforces changes only with their specs) and the holder.
+func (r *Reconciler) fenceObserved(ctx context.Context, namespace, holder string) (hyperv1.VerifiedFence, error) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingPolicyName}, policy); err != nil {
-		return "", fmt.Errorf("failed to get the fencing policy: %w", err)
+		return hyperv1.VerifiedFence{}, fmt.Errorf("failed to get the fencing policy: %w", err)
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingBindingName(namespace)}, binding); err != nil {
-		return "", fmt.Errorf("failed to get the fencing binding: %w", err)
+		return hyperv1.VerifiedFence{}, fmt.Errorf("failed to get the fencing binding: %w", err)
 	}
-	return fmt.Sprintf("%s/%s %s/%s %s", policy.UID, policy.ResourceVersion, binding.UID, binding.ResourceVersion, holder), nil
+	return hyperv1.VerifiedFence{
+		PolicyUID:         string(policy.UID),
+		PolicyGeneration:  policy.Generation,
+		BindingUID:        string(binding.UID),
+		BindingGeneration: binding.Generation,
+		HolderIdentity:    holder,
+	}, nil
+}
+
+// verifiedInStatus reports whether hc's status says LeaderFencing was
+// verified for observed.
+func verifiedInStatus(hc *hyperv1.HostedCluster, observed hyperv1.VerifiedFence) bool {
+	return hc.Status.VerifiedFence != nil && *hc.Status.VerifiedFence == observed &&
+		meta.IsStatusConditionTrue(hc.Status.Conditions, hyperv1.LeaderFencing)
 }
 
 // fenceStale handles a fence that judges against fenced while the Lease
@@ -170,8 +191,11 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 	return ctrl.Result{RequeueAfter: refusalRecheck}, nil
 }
 
-// setFenceVerified records that the fence is seen to hold for holder.
-func setFenceVerified(s *scope, holder string) {
+// setFenceVerified records that the fence is seen to hold for the objects
+// and the holder of verdict.
+func setFenceVerified(s *scope, verdict hyperv1.VerifiedFence) {
+	holder := verdict.HolderIdentity
+	s.verifiedFence = &verdict
 	message := "The API server refuses writes by control-plane-operator pods other than the holder of Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName
 	if holder == "" {
 		message = "The API server refuses every control-plane-operator write until a pod holds Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName

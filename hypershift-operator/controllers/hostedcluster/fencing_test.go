@@ -1,8 +1,11 @@
 package hostedcluster_test
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -98,5 +101,88 @@ func TestFencingDisabled(t *testing.T) {
 	})
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a binding exists though fencing is off (%v)", err)
+	}
+}
+
+// countingProbe is the operator's probe, counted.
+type countingProbe struct {
+	hostedcluster.FenceProbe
+	n *atomic.Int64
+}
+
+func (p countingProbe) Judge(ctx context.Context, namespace, pod string) (hostedcluster.FenceJudgement, error) {
+	p.n.Add(1)
+	return p.FenceProbe.Judge(ctx, namespace, pod)
+}
+
+// TestNoWritesAfterAnOperatorRestart checks that an operator that starts
+// where another one verified the fence (a restart, or a standby taking
+// over) trusts the verdict status keeps for the same policy, binding and
+// holder: its passes over a converged HostedCluster probe nothing and
+// write nothing. A new holder is probed again.
+func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
+	var probes atomic.Int64
+	fencing := func(r *hostedcluster.Reconciler) {
+		r.Fencing = hostedcluster.Fencing{Enabled: true}
+		r.Probe = countingProbe{FenceProbe: r.Probe, n: &probes}
+	}
+	_, stopFirst := startStoppableOperator(t, fencing)
+	c := newCluster(t, "4.17.0", nil)
+	awaitControlPlane(t, c)
+	renewAs(t, c, "cpo-x", 15)
+	reportReady(t, c, "4.17.0")
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	testutil.Eventually(t, converge, func() error {
+		hc := c.get(t)
+		for _, condition := range []string{hyperv1.Available, hostedcluster.LeaderFencing} {
+			if err := checkCondition(hc, condition, metav1.ConditionTrue); err != nil {
+				return err
+			}
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}, binding); err != nil {
+			return err
+		}
+		if v := hc.Status.VerifiedFence; v == nil || v.HolderIdentity != "cpo-x" || v.BindingUID != string(binding.UID) || v.BindingGeneration != binding.Generation {
+			return fmt.Errorf("status.verifiedFence = %+v, want holder cpo-x and binding %s at generation %d", v, binding.UID, binding.Generation)
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // converge: caches catch up with the last writes
+
+	stopFirst()
+	probes.Store(0)
+	since, before := time.Now(), passes(t)
+	ho := startOperator(t, fencing)
+	for i := range 3 {
+		c.update(t, func(hc *hyperv1.HostedCluster) {
+			if hc.Annotations == nil {
+				hc.Annotations = map[string]string{}
+			}
+			hc.Annotations["example.com/touch"] = fmt.Sprint(i)
+		})
+		time.Sleep(time.Second)
+	}
+	time.Sleep(2 * time.Second)
+	if n := passes(t) - before; n < 3 {
+		t.Fatalf("%v passes of the new operator, want one per touch at least (3): the check proves nothing", n)
+	}
+	if n := probes.Load(); n != 0 {
+		t.Errorf("the new operator probed a fence already verified for the same objects and holder %d times", n)
+	}
+	if writes := writesBy(t, ho, since, c.hc.Namespace, c.controlPlaneNamespace()); len(writes) != 0 {
+		t.Fatalf("the new operator wrote %d times to a converged HostedCluster:%s", len(writes), describe(writes))
+	}
+
+	// A new holder is a new verdict.
+	renewAs(t, c, "cpo-y", 15)
+	testutil.Eventually(t, converge, func() error {
+		hc := c.get(t)
+		if v := hc.Status.VerifiedFence; v == nil || v.HolderIdentity != "cpo-y" {
+			return fmt.Errorf("status.verifiedFence = %+v, want holder cpo-y", v)
+		}
+		return checkCondition(hc, hostedcluster.LeaderFencing, metav1.ConditionTrue)
+	})
+	if probes.Load() == 0 {
+		t.Fatal("the fence was verified for a new holder without a probe")
 	}
 }

@@ -66,6 +66,9 @@ type scope struct {
 	// fence is what the pass found of the fence: LeaderFencing's value, or
 	// nil when the pass did not get to it (the condition keeps its value).
 	fence *finding
+	// verifiedFence is what LeaderFencing=True is for, when the pass found
+	// it True (status.verifiedFence).
+	verifiedFence *hyperv1.VerifiedFence
 	// monitoring is Monitoring's value; nil when the pass did not get to
 	// it, monitoringOff when the operator runs without monitoring.
 	monitoring    *finding

@@ -32,6 +32,7 @@ func (r *Reconciler) computeStatus(ctx context.Context, s *scope) {
 	r.setRelease(s)
 	if s.fence != nil {
 		s.set(hyperv1.LeaderFencing, s.fence.status, s.fence.reason, s.fence.message)
+		s.hc.Status.VerifiedFence = s.verifiedFence
 	}
 	switch {
 	case s.monitoringOff:
