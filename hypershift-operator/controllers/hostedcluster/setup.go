@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
-	"golang.org/x/time/rate"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -20,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,6 +34,7 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/backoff"
 	"github.com/hypershift-le/hypershift/support/config"
 )
 
@@ -217,7 +215,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("hostedcluster").
 		// HostedClusters are reconciled side by side; one is never
 		// reconciled twice at once (the work queue's guarantee).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles(), RateLimiter: failureRateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles(), RateLimiter: backoff.FailureRateLimiter()}).
 		// Its own status writes do not come back as passes.
 		For(&hyperv1.HostedCluster{}, builder.WithPredicates(notOnlyStatus)).
 		// The HostedCluster refused a node port another holds learns when
@@ -304,23 +302,6 @@ func clusterOfNodePool(_ context.Context, obj client.Object) []reconcile.Request
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}}}
-}
-
-// maxFailureBackoff caps the delay before a failed pass is retried.
-const maxFailureBackoff = 10 * time.Second
-
-// failureRateLimiter is controller-runtime's default rate limiter with the
-// per-HostedCluster delay capped at maxFailureBackoff (HyperShift caps its
-// controllers' at 10s too) instead of 1000s. A pass fails when the API
-// server refuses or cannot answer; once it can again, no event may come
-// (the HO's own status writes start no pass), so the next retry is what
-// brings the cluster and its conditions up to date: 10s after an outage of
-// any length, not up to 16 minutes.
-func failureRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxFailureBackoff),
-		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
-	)
 }
 
 // notOnlyStatus drops the updates of a HostedCluster that change only its

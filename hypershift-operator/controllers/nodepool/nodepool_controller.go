@@ -38,6 +38,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/backoff"
 	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
@@ -96,7 +97,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("nodepool").
 		// A pass may wait on a hosted API server that hangs (up to its
 		// request timeout): pools of other clusters go on meanwhile.
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: backoff.FailureRateLimiter()}).
+		// A failed pass is retried within backoff.MaxFailureDelay, so a pool
+		// catches up soon after an outage of either API server.
 		For(&hyperv1.NodePool{}).
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.poolsOf)).
 		// A pool of platform Pod follows its machines' rollout.
