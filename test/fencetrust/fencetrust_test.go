@@ -272,24 +272,10 @@ func rebind(t *testing.T, user, role string, writesPolicies bool) {
 	if err := env.Client.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, converge, func() error {
-		for _, attributes := range []struct {
-			authorizationv1.ResourceAttributes
-			allowed bool
-		}{
-			{authorizationv1.ResourceAttributes{Group: "", Resource: "serviceaccounts", Verb: "impersonate", Name: hyperv1.ControlPlaneOperatorName}, true},
-			{authorizationv1.ResourceAttributes{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies", Verb: "create"}, writesPolicies},
-		} {
-			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attributes.ResourceAttributes}}
-			if err := env.Client.Create(t.Context(), review); err != nil {
-				return err
-			}
-			if review.Status.Allowed != attributes.allowed {
-				return fmt.Errorf("%s may %s %s: %t, want %t", user, attributes.Verb, attributes.Resource, review.Status.Allowed, attributes.allowed)
-			}
-		}
-		return nil
-	})
+	testenv.AwaitAccess(t, env.Client, user, converge,
+		testenv.Access{ResourceAttributes: authorizationv1.ResourceAttributes{Resource: "serviceaccounts", Verb: "impersonate", Name: hyperv1.ControlPlaneOperatorName}, Allowed: true},
+		testenv.Access{ResourceAttributes: authorizationv1.ResourceAttributes{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies", Verb: "create"}, Allowed: writesPolicies},
+	)
 }
 
 // TestRecreatedClusterFencesItsNewHolder deletes and re-creates

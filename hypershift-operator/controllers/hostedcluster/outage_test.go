@@ -14,6 +14,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 // TestRetriedSoonAfterAnOutage takes the operator's rights away for 45s
@@ -86,17 +87,6 @@ func TestRetriedSoonAfterAnOutage(t *testing.T) {
 // RBAC through its informers, lets user read Secrets in namespace, or not.
 func awaitMayGetSecrets(t *testing.T, user, namespace string, allowed bool) {
 	t.Helper()
-	testutil.Eventually(t, converge, func() error {
-		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               user,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Resource: "secrets", Verb: "get"},
-		}}
-		if err := env.Client.Create(t.Context(), review); err != nil {
-			return err
-		}
-		if review.Status.Allowed != allowed {
-			return fmt.Errorf("%s may get secrets: %t, want %t", user, review.Status.Allowed, allowed)
-		}
-		return nil
-	})
+	testenv.AwaitAccess(t, env.Client, user, converge,
+		testenv.Access{ResourceAttributes: authorizationv1.ResourceAttributes{Namespace: namespace, Resource: "secrets", Verb: "get"}, Allowed: allowed})
 }
