@@ -14,6 +14,16 @@
 // pass observes the control plane it claimed; status is computed once,
 // when the pass ends (computeStatus), and the pass's exit (exit) follows
 // from the same facts.
+//
+// Secrets are read three ways, none of them a cache of every Secret of the
+// management cluster: the Secrets a HostedCluster names (its pull secret,
+// its encryption keys) through userSecrets, past the cache once per change
+// of their metadata (pullSecretSources watches only metadata); the copies
+// the HO writes into control-plane namespaces from the manager's cache,
+// which holds only those (secretCopies, read by the applier through
+// secretCopiesFirst); the hosted cluster's admin kubeconfig from a cache of
+// its own (kubeconfigSources). The manager's client reads any other Secret
+// past the cache (ClientOptions).
 package hostedcluster
 
 import (
