@@ -41,7 +41,24 @@ const (
 	// fenceRecheck is how soon a fence not in force, or stale, is looked at
 	// again.
 	fenceRecheck = 2 * time.Second
+	// maxNotInForceRecheck caps the delay between probes of a binding
+	// that is not in force yet.
+	maxNotInForceRecheck = 10 * time.Second
 )
+
+// notInForceRecheck is how soon a binding found not in force for the n-th
+// time in a row (n >= 1) is probed again: fenceRecheck, doubling up to
+// maxNotInForceRecheck. A new binding is usually in force after the first
+// recheck; one that is not (an API server that compiles bindings slowly,
+// under load, with many bindings changing) costs a probe every 10s, not
+// every 2s, and is still seen in force within 10s.
+func notInForceRecheck(n int) time.Duration {
+	d := fenceRecheck
+	for i := 1; i < n && d < maxNotInForceRecheck; i++ {
+		d *= 2
+	}
+	return min(d, maxNotInForceRecheck)
+}
 
 // fenceState is what the HO last observed of one namespace's fence.
 type fenceState struct {
@@ -52,6 +69,9 @@ type fenceState struct {
 	// holder; recreated is set once the binding was re-created for it.
 	staleSince time.Time
 	recreated  bool
+	// notInForce counts the probes in a row that found the binding not
+	// in force yet, for this verdict.
+	notInForce int
 }
 
 // fences holds a fenceState per control-plane namespace.
@@ -100,7 +120,9 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 		setFenceVerified(s, observed)
 		return ctrl.Result{}, nil
 	}
-	state.observed, state.verified = observed, false
+	if state.observed != observed {
+		state.observed, state.verified, state.notInForce = observed, false, 0
+	}
 	if r.Probe == nil {
 		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason, "The hypershift-operator has no way to probe the fence"}
 		return ctrl.Result{}, nil
@@ -111,11 +133,12 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason, "Failed to probe the fence: " + err.Error()}
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case judged.Admitted:
+		state.notInForce++
 		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceNotInForceReason,
 			"The API server admitted a write by a control-plane-operator pod that does not hold Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName + ": the fencing binding is not in force yet"}
-		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
+		return ctrl.Result{RequeueAfter: notInForceRecheck(state.notInForce)}, nil
 	case judged.Holder == holder:
-		state.verified, state.staleSince, state.recreated = true, time.Time{}, false
+		state.verified, state.staleSince, state.recreated, state.notInForce = true, time.Time{}, false, 0
 		setFenceVerified(s, observed)
 		return ctrl.Result{}, nil
 	}
