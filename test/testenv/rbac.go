@@ -63,7 +63,7 @@ func AwaitAccess(t testing.TB, c client.Client, user string, timeout time.Durati
 	t.Helper()
 	testutil.Eventually(t, timeout, func() error {
 		for _, access := range want {
-			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: access.ResourceAttributes.DeepCopy()}}
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: access.DeepCopy()}}
 			if err := c.Create(t.Context(), review); err != nil {
 				return err
 			}
