@@ -73,8 +73,12 @@ func comparison(previous, current string) string {
 			continue
 		}
 		ratio := "–"
-		if okP && okC && p > 0 {
+		switch {
+		case okP && okC && p > 0:
 			ratio = fmt.Sprintf("%.2f", c/p)
+		case okP && okC && p == 0 && c == 0:
+			// Nothing then, nothing now (writes in a failover pass).
+			ratio = "1.00"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", h.name, orDash(p, okP), orDash(c, okC), ratio)
 	}
