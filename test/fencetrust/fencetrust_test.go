@@ -236,11 +236,12 @@ func TestFencingPolicyDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rebind(t, user, withoutPolicies.Name, false)
+	deletedAgain := time.Now()
 	if err := env.Client.Delete(t.Context(), render.FencingPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range clusters {
-		awaitFencing(t, c, metav1.ConditionFalse, "FencingPolicyMissing")
+		awaitPolicyMissing(t, c, user, deletedAgain)
 	}
 	rebind(t, user, rbac.ClusterRole().Name, true)
 	for _, c := range clusters {
@@ -250,6 +251,44 @@ func TestFencingPolicyDeleted(t *testing.T) {
 	for _, c := range clusters {
 		deleteCluster(t, c)
 	}
+}
+
+// awaitPolicyMissing waits until c's LeaderFencing says FencingPolicyMissing;
+// when it does not come, it says what the API server holds and what the
+// operator (user) did since the policy was deleted, from the audit log.
+func awaitPolicyMissing(t *testing.T, c *cluster, user string, deleted time.Time) {
+	t.Helper()
+	var got *metav1.Condition
+	for end := time.Now().Add(converge); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		got = meta.FindStatusCondition(c.get(t).Status.Conditions, hostedcluster.LeaderFencing)
+		if got != nil && got.Status == metav1.ConditionFalse && got.Reason == "FencingPolicyMissing" {
+			return
+		}
+	}
+	hc := c.get(t)
+	explain := fmt.Sprintf("LeaderFencing %+v after %s, want False FencingPolicyMissing; status.verifiedFence %+v", got, converge, hc.Status.VerifiedFence)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingPolicyName}, policy); err != nil {
+		explain += fmt.Sprintf("; the policy: %v", err)
+	} else {
+		explain += fmt.Sprintf("; the policy exists again: uid %s, created %s", policy.UID, policy.CreationTimestamp)
+	}
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	explain += "\nthe operator's requests since the policy was deleted (not gets, lists, watches):"
+	for _, e := range events {
+		if e.User.Username != user || e.RequestReceivedTimestamp.Time.Before(deleted) || e.ObjectRef == nil || e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" {
+			continue
+		}
+		code := int32(0)
+		if e.ResponseStatus != nil {
+			code = e.ResponseStatus.Code
+		}
+		explain += fmt.Sprintf("\n  %s %s %s/%s %s/%s -> %d", e.RequestReceivedTimestamp.Format("15:04:05.000"), e.Verb, e.ObjectRef.Resource, e.ObjectRef.Subresource, e.ObjectRef.Namespace, e.ObjectRef.Name, code)
+	}
+	t.Fatal(explain)
 }
 
 // rebind points user's ClusterRoleBinding at role, and waits until the
