@@ -154,12 +154,7 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 	since, before := time.Now(), passes(t)
 	ho := startOperator(t, fencing)
 	for i := range 3 {
-		c.update(t, func(hc *hyperv1.HostedCluster) {
-			if hc.Annotations == nil {
-				hc.Annotations = map[string]string{}
-			}
-			hc.Annotations["example.com/touch"] = fmt.Sprint(i)
-		})
+		c.touch(t, i)
 		time.Sleep(time.Second)
 	}
 	time.Sleep(2 * time.Second)

@@ -127,12 +127,7 @@ func TestAdminKubeconfigAndEndpoint(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		since := time.Now()
 		for i := range 3 {
-			c.update(t, func(hc *hyperv1.HostedCluster) {
-				if hc.Annotations == nil {
-					hc.Annotations = map[string]string{}
-				}
-				hc.Annotations["example.com/touch"] = fmt.Sprint(i)
-			})
+			c.touch(t, i)
 			time.Sleep(time.Second)
 		}
 		time.Sleep(time.Second)

@@ -93,16 +93,7 @@ func TestSilentLeaseMakesAvailableUnknown(t *testing.T) {
 
 	stop()
 	silentAt := time.Now()
-	testutil.Eventually(t, leaseSeconds*time.Second+5*time.Second, func() error {
-		hc := c.get(t)
-		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionUnknown); err != nil {
-			return err
-		}
-		if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
-			return fmt.Errorf("Available is Unknown for %s: %s", a.Reason, a.Message)
-		}
-		return nil
-	})
+	testutil.Eventually(t, leaseSeconds*time.Second+5*time.Second, func() error { return checkSilent(c.get(t)) })
 	if waited := time.Since(silentAt); waited < leaseSeconds*time.Second-time.Second {
 		t.Fatalf("Available went Unknown %s after the last renewal, before the lease duration (%ds)", waited, leaseSeconds)
 	}
@@ -112,12 +103,7 @@ func TestSilentLeaseMakesAvailableUnknown(t *testing.T) {
 	// the time it went Unknown.
 	went := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available).LastTransitionTime
 	for i := range 3 {
-		c.update(t, func(hc *hyperv1.HostedCluster) {
-			if hc.Annotations == nil {
-				hc.Annotations = map[string]string{}
-			}
-			hc.Annotations["test.hypershift.openshift.io/pass"] = fmt.Sprint(i)
-		})
+		c.touch(t, i)
 		time.Sleep(1500 * time.Millisecond)
 		if a := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available); !a.LastTransitionTime.Equal(&went) {
 			t.Fatalf("a pass while the Lease is silent moved Available's lastTransitionTime from %s to %s", went, a.LastTransitionTime)
@@ -146,16 +132,7 @@ func TestSilenceOutlivesAnOperatorRestart(t *testing.T) {
 	reportReady(t, c, "4.17.0")
 	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
 	stop()
-	silent := func() error {
-		hc := c.get(t)
-		if err := checkCondition(hc, hyperv1.Available, metav1.ConditionUnknown); err != nil {
-			return err
-		}
-		if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
-			return fmt.Errorf("Available is Unknown for %s: %s", a.Reason, a.Message)
-		}
-		return nil
-	}
+	silent := func() error { return checkSilent(c.get(t)) }
 	testutil.Eventually(t, leaseSeconds*time.Second+5*time.Second, silent)
 	went := meta.FindStatusCondition(c.get(t).Status.Conditions, hyperv1.Available).LastTransitionTime
 
@@ -165,12 +142,7 @@ func TestSilenceOutlivesAnOperatorRestart(t *testing.T) {
 	// A pass of the new operator at once, and more while its clock has
 	// not yet seen the Lease silent for a lease duration, and after.
 	for i := range 4 {
-		c.update(t, func(hc *hyperv1.HostedCluster) {
-			if hc.Annotations == nil {
-				hc.Annotations = map[string]string{}
-			}
-			hc.Annotations["test.hypershift.openshift.io/pass"] = fmt.Sprint(i)
-		})
+		c.touch(t, i)
 		for end := time.Now().Add(leaseSeconds * time.Second * 2 / 3); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			if err := silent(); err != nil {
 				t.Fatalf("%s after the new operator started, the silent Lease's status went back: %v", time.Since(started).Round(100*time.Millisecond), err)
@@ -185,4 +157,16 @@ func TestSilenceOutlivesAnOperatorRestart(t *testing.T) {
 	renewAs(t, c, "cpo-x", leaseSeconds)
 	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
 	t.Logf("Available came back %s after the same holder renewed again", time.Since(renewed).Round(time.Millisecond))
+}
+
+// checkSilent checks that hc's Available is Unknown because no
+// control-plane-operator renews the Lease.
+func checkSilent(hc *hyperv1.HostedCluster) error {
+	if err := checkCondition(hc, hyperv1.Available, metav1.ConditionUnknown); err != nil {
+		return err
+	}
+	if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a.Reason != hostedcluster.ControlPlaneOperatorSilentReason {
+		return fmt.Errorf("Available is Unknown for %s: %s", a.Reason, a.Message)
+	}
+	return nil
 }

@@ -92,12 +92,7 @@ func TestControlPlaneOnALostNode(t *testing.T) {
 	// Passes while the node stays lost write nothing more.
 	quiet := time.Now()
 	for i := range 3 {
-		c.update(t, func(hc *hyperv1.HostedCluster) {
-			if hc.Annotations == nil {
-				hc.Annotations = map[string]string{}
-			}
-			hc.Annotations["test.hypershift.openshift.io/pass"] = fmt.Sprint(i)
-		})
+		c.touch(t, i)
 		time.Sleep(time.Second)
 	}
 	for _, w := range writesBy(t, user, quiet) {

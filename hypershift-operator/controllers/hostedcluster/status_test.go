@@ -182,12 +182,7 @@ func TestIdempotence(t *testing.T) {
 	// Force reconciles without changing anything the HO reads: touch an
 	// annotation it ignores, three times.
 	for i := range 3 {
-		c.update(t, func(hc *hyperv1.HostedCluster) {
-			if hc.Annotations == nil {
-				hc.Annotations = map[string]string{}
-			}
-			hc.Annotations["example.com/touch"] = fmt.Sprint(i)
-		})
+		c.touch(t, i)
 		time.Sleep(time.Second)
 	}
 	time.Sleep(2 * time.Second)

@@ -180,6 +180,18 @@ func (c *cluster) get(t *testing.T) *hyperv1.HostedCluster {
 
 // update changes the HostedCluster as a user would, retrying when the HO
 // wrote it in between.
+// touch sets an annotation the HO does not read to i: a pass that has
+// nothing to change.
+func (c *cluster) touch(t *testing.T, i int) {
+	t.Helper()
+	c.update(t, func(hc *hyperv1.HostedCluster) {
+		if hc.Annotations == nil {
+			hc.Annotations = map[string]string{}
+		}
+		hc.Annotations["example.com/touch"] = fmt.Sprint(i)
+	})
+}
+
 func (c *cluster) update(t *testing.T, mutate func(*hyperv1.HostedCluster)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
