@@ -44,6 +44,13 @@ const (
 	// maxNotInForceRecheck caps the delay between probes of a binding
 	// that is not in force yet.
 	maxNotInForceRecheck = 10 * time.Second
+	// bindingSettle is how long after this process wrote a fencing
+	// binding its first probe waits: the API server puts a binding in
+	// force once its informer sees it and compiles it, which a probe sent
+	// at once (in the pass that wrote it) finds undone nearly every time,
+	// a wasted request and a recheck 2 s later. After a second most are
+	// in force (those that are not are rechecked as before).
+	bindingSettle = time.Second
 )
 
 // notInForceRecheck is how soon a binding found not in force for the n-th
@@ -72,6 +79,16 @@ type fenceState struct {
 	// notInForce counts the probes in a row that found the binding not
 	// in force yet, for this verdict.
 	notInForce int
+	// bindingWritten is when this process last created or changed the
+	// binding.
+	bindingWritten time.Time
+}
+
+// bindingWritten records that this process created or changed
+// namespace's fencing binding at now. Like every field of a fenceState,
+// it is written by the one pass of its HostedCluster that runs at a time.
+func (f *fences) bindingWritten(namespace string, now time.Time) {
+	f.get(namespace).bindingWritten = now
 }
 
 // fences holds a fenceState per control-plane namespace.
@@ -126,6 +143,11 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 	if r.Probe == nil {
 		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason, "The hypershift-operator has no way to probe the fence"}
 		return ctrl.Result{}, nil
+	}
+	if wait := bindingSettle - r.now().Sub(state.bindingWritten); wait > 0 {
+		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason,
+			"The fencing binding of " + s.namespace + " was just written; the hypershift-operator probes the fence once the API server has had a moment to put it in force"}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	judged, err := r.Probe.Judge(ctx, s.namespace, fenceProbePod)
 	switch {

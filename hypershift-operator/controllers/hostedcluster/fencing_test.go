@@ -3,6 +3,7 @@ package hostedcluster_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // TestFencingLifecycle checks the HO binds the fencing policy to a new
@@ -179,5 +181,67 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 	})
 	if probes.Load() == 0 {
 		t.Fatal("the fence was verified for a new holder without a probe")
+	}
+}
+
+// timedProbe is the operator's probe, recording when each namespace was
+// first probed.
+type timedProbe struct {
+	hostedcluster.FenceProbe
+	mu    *sync.Mutex
+	first map[string]time.Time
+}
+
+func (p timedProbe) Judge(ctx context.Context, namespace, pod string) (hostedcluster.FenceJudgement, error) {
+	p.mu.Lock()
+	if _, ok := p.first[namespace]; !ok {
+		p.first[namespace] = time.Now()
+	}
+	p.mu.Unlock()
+	return p.FenceProbe.Judge(ctx, namespace, pod)
+}
+
+// TestFirstProbeWaitsForANewBinding checks that the fence of a new
+// HostedCluster is first probed a moment after its binding is written, not
+// in the same pass: the API server has not put a binding in force that
+// early, so that probe would be a request wasted, and LeaderFencing would
+// wait for the recheck 2 s later.
+func TestFirstProbeWaitsForANewBinding(t *testing.T) {
+	probe := timedProbe{mu: &sync.Mutex{}, first: map[string]time.Time{}}
+	ho := startOperator(t, func(r *hostedcluster.Reconciler) {
+		r.Fencing = hostedcluster.Fencing{Enabled: true}
+		probe.FenceProbe = r.Probe
+		r.Probe = probe
+	})
+	c := newCluster(t, "4.17.0", nil)
+	awaitControlPlane(t, c)
+	testutil.Eventually(t, converge, func() error {
+		return checkCondition(c.get(t), hostedcluster.LeaderFencing, metav1.ConditionTrue)
+	})
+	namespace := c.controlPlaneNamespace()
+	probe.mu.Lock()
+	probed, ok := probe.first[namespace]
+	probe.mu.Unlock()
+	if !ok {
+		t.Fatal("LeaderFencing is True and the fence was never probed")
+	}
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written time.Time
+	for _, e := range events {
+		if e.User.Username == ho && e.ObjectRef != nil && e.ObjectRef.Resource == "validatingadmissionpolicybindings" &&
+			e.ObjectRef.Name == render.FencingBindingName(namespace) && auditlog.IsWrite(e) && written.IsZero() {
+			written = e.RequestReceivedTimestamp.Time
+		}
+	}
+	if written.IsZero() {
+		t.Fatalf("the audit log has no write of binding %s by %s", render.FencingBindingName(namespace), ho)
+	}
+	// The operator waits a second; the audit log's and this process's
+	// clocks are the same machine's.
+	if after := probed.Sub(written); after < 900*time.Millisecond {
+		t.Errorf("the fence was first probed %s after the binding was written, want about a second after", after.Round(time.Millisecond))
 	}
 }

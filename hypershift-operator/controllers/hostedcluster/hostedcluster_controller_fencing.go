@@ -50,8 +50,12 @@ func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.I
 	if err := r.ensureLease(ctx, in.Namespace()); err != nil {
 		return err
 	}
-	if _, err := r.applier().Apply(ctx, render.FencingBinding(in)); err != nil {
+	sent, err := r.applier().Apply(ctx, render.FencingBinding(in))
+	if err != nil {
 		return err
+	}
+	if sent {
+		r.fences.bindingWritten(in.Namespace(), r.now())
 	}
 	if err := r.reconcileClusterAPIFencing(ctx, in); err != nil {
 		return err
