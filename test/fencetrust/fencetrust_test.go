@@ -28,6 +28,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -277,16 +278,11 @@ func awaitPolicyMissing(t *testing.T, c *cluster, user string, deleted time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	explain += "\nthe operator's requests since the policy was deleted (not gets, lists, watches):"
-	for _, e := range events {
-		if e.User.Username != user || e.RequestReceivedTimestamp.Time.Before(deleted) || e.ObjectRef == nil || e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" {
-			continue
+	explain += "\nthe operator's writes since the policy was deleted:"
+	for _, w := range auditlog.Writes(events, auditlog.Query{Users: []string{user}}) {
+		if !w.At.Before(deleted) {
+			explain += "\n  " + w.String()
 		}
-		code := int32(0)
-		if e.ResponseStatus != nil {
-			code = e.ResponseStatus.Code
-		}
-		explain += fmt.Sprintf("\n  %s %s %s/%s %s/%s -> %d", e.RequestReceivedTimestamp.Format("15:04:05.000"), e.Verb, e.ObjectRef.Resource, e.ObjectRef.Subresource, e.ObjectRef.Namespace, e.ObjectRef.Name, code)
 	}
 	t.Fatal(explain)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/testutil"
-	"github.com/hypershift-le/hypershift/test/auditlog"
 )
 
 // TestFencingLifecycle checks the HO binds the fencing policy to a new
@@ -106,15 +104,56 @@ func TestFencingDisabled(t *testing.T) {
 	}
 }
 
-// countingProbe is the operator's probe, counted.
-type countingProbe struct {
+// recordingProbe is the operator's probe, recording when it probed each
+// namespace. It is passed by value, its state shared.
+type recordingProbe struct {
 	hostedcluster.FenceProbe
-	n *atomic.Int64
+	mu    *sync.Mutex
+	calls map[string][]time.Time
 }
 
-func (p countingProbe) Judge(ctx context.Context, namespace, pod string) (hostedcluster.FenceJudgement, error) {
-	p.n.Add(1)
+func newRecordingProbe() recordingProbe {
+	return recordingProbe{mu: &sync.Mutex{}, calls: map[string][]time.Time{}}
+}
+
+func (p recordingProbe) Judge(ctx context.Context, namespace, pod string) (hostedcluster.FenceJudgement, error) {
+	p.mu.Lock()
+	p.calls[namespace] = append(p.calls[namespace], time.Now())
+	p.mu.Unlock()
 	return p.FenceProbe.Judge(ctx, namespace, pod)
+}
+
+// wrap makes r probe through p.
+func (p *recordingProbe) wrap(r *hostedcluster.Reconciler) {
+	p.FenceProbe = r.Probe
+	r.Probe = *p
+}
+
+// count is how many probes were made since the last reset.
+func (p recordingProbe) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, calls := range p.calls {
+		n += len(calls)
+	}
+	return n
+}
+
+func (p recordingProbe) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.calls)
+}
+
+// first is when namespace was first probed.
+func (p recordingProbe) first(namespace string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if calls := p.calls[namespace]; len(calls) > 0 {
+		return calls[0], true
+	}
+	return time.Time{}, false
 }
 
 // TestNoWritesAfterAnOperatorRestart checks that an operator that starts
@@ -123,10 +162,10 @@ func (p countingProbe) Judge(ctx context.Context, namespace, pod string) (hosted
 // holder: its passes over a converged HostedCluster probe nothing and
 // write nothing. A new holder is probed again.
 func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
-	var probes atomic.Int64
+	probe := newRecordingProbe()
 	fencing := func(r *hostedcluster.Reconciler) {
 		r.Fencing = hostedcluster.Fencing{Enabled: true}
-		r.Probe = countingProbe{FenceProbe: r.Probe, n: &probes}
+		probe.wrap(r)
 	}
 	_, stopFirst := startStoppableOperator(t, fencing)
 	c := newCluster(t, "4.17.0", nil)
@@ -152,7 +191,7 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 	time.Sleep(2 * time.Second) // converge: caches catch up with the last writes
 
 	stopFirst()
-	probes.Store(0)
+	probe.reset()
 	since, before := time.Now(), passes(t)
 	ho := startOperator(t, fencing)
 	for i := range 3 {
@@ -163,7 +202,7 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 	if n := passes(t) - before; n < 3 {
 		t.Fatalf("%v passes of the new operator, want one per touch at least (3): the check proves nothing", n)
 	}
-	if n := probes.Load(); n != 0 {
+	if n := probe.count(); n != 0 {
 		t.Errorf("the new operator probed a fence already verified for the same objects and holder %d times", n)
 	}
 	if writes := writesBy(t, ho, since, c.hc.Namespace, c.controlPlaneNamespace()); len(writes) != 0 {
@@ -179,26 +218,9 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 		}
 		return checkCondition(hc, hostedcluster.LeaderFencing, metav1.ConditionTrue)
 	})
-	if probes.Load() == 0 {
+	if probe.count() == 0 {
 		t.Fatal("the fence was verified for a new holder without a probe")
 	}
-}
-
-// timedProbe is the operator's probe, recording when each namespace was
-// first probed.
-type timedProbe struct {
-	hostedcluster.FenceProbe
-	mu    *sync.Mutex
-	first map[string]time.Time
-}
-
-func (p timedProbe) Judge(ctx context.Context, namespace, pod string) (hostedcluster.FenceJudgement, error) {
-	p.mu.Lock()
-	if _, ok := p.first[namespace]; !ok {
-		p.first[namespace] = time.Now()
-	}
-	p.mu.Unlock()
-	return p.FenceProbe.Judge(ctx, namespace, pod)
 }
 
 // TestFirstProbeWaitsForANewBinding checks that the fence of a new
@@ -207,11 +229,10 @@ func (p timedProbe) Judge(ctx context.Context, namespace, pod string) (hostedclu
 // early, so that probe would be a request wasted, and LeaderFencing would
 // wait for the recheck 2 s later.
 func TestFirstProbeWaitsForANewBinding(t *testing.T) {
-	probe := timedProbe{mu: &sync.Mutex{}, first: map[string]time.Time{}}
+	probe := newRecordingProbe()
 	ho := startOperator(t, func(r *hostedcluster.Reconciler) {
 		r.Fencing = hostedcluster.Fencing{Enabled: true}
-		probe.FenceProbe = r.Probe
-		r.Probe = probe
+		probe.wrap(r)
 	})
 	c := newCluster(t, "4.17.0", nil)
 	awaitControlPlane(t, c)
@@ -219,21 +240,15 @@ func TestFirstProbeWaitsForANewBinding(t *testing.T) {
 		return checkCondition(c.get(t), hostedcluster.LeaderFencing, metav1.ConditionTrue)
 	})
 	namespace := c.controlPlaneNamespace()
-	probe.mu.Lock()
-	probed, ok := probe.first[namespace]
-	probe.mu.Unlock()
+	probed, ok := probe.first(namespace)
 	if !ok {
 		t.Fatal("LeaderFencing is True and the fence was never probed")
 	}
-	events, err := env.AuditEvents()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var written time.Time
-	for _, e := range events {
-		if e.User.Username == ho && e.ObjectRef != nil && e.ObjectRef.Resource == "validatingadmissionpolicybindings" &&
-			e.ObjectRef.Name == render.FencingBindingName(namespace) && auditlog.IsWrite(e) && written.IsZero() {
-			written = e.RequestReceivedTimestamp.Time
+	for _, w := range writesBy(t, ho, time.Time{}) {
+		if w.ObjectRef.Resource == "validatingadmissionpolicybindings" && w.ObjectRef.Name == render.FencingBindingName(namespace) {
+			written = w.RequestReceivedTimestamp.Time
+			break
 		}
 	}
 	if written.IsZero() {

@@ -178,8 +178,6 @@ func (c *cluster) get(t *testing.T) *hyperv1.HostedCluster {
 	return hc
 }
 
-// update changes the HostedCluster as a user would, retrying when the HO
-// wrote it in between.
 // touch sets an annotation the HO does not read to i: a pass that has
 // nothing to change.
 func (c *cluster) touch(t *testing.T, i int) {
@@ -192,6 +190,8 @@ func (c *cluster) touch(t *testing.T, i int) {
 	})
 }
 
+// update changes the HostedCluster as a user would, retrying when the HO
+// wrote it in between.
 func (c *cluster) update(t *testing.T, mutate func(*hyperv1.HostedCluster)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
