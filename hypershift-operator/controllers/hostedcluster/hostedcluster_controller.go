@@ -119,6 +119,9 @@ type Reconciler struct {
 	// copy that pass started from; for WritesFenced, the HostedControlPlane
 	// condition's message reportFencedWrites last relayed.
 	reported sync.Map
+	// statusWrites keeps a pass from starting from a cached copy that
+	// predates this process's last status write.
+	statusWrites statusWrites
 	// kubeconfigs caches the Secrets in which the control-plane-operators
 	// publish their admin kubeconfigs (SetupCaches).
 	kubeconfigs cache.Cache
@@ -138,7 +141,7 @@ type Reconciler struct {
 // they found.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	hc := &hyperv1.HostedCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
+	if err := r.current(ctx, req.NamespacedName, hc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.waits.Forget(req)
 		}
@@ -246,6 +249,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 			}
 			return fmt.Errorf("failed to update status: %w", err)
 		}
+		r.statusWrites.wrote(s.hc)
 	}
 	for _, report := range s.reports {
 		report()

@@ -79,6 +79,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	ctrl.LoggerFrom(ctx).Info("Control plane torn down")
 	r.forgetReports(s.hc)
+	r.statusWrites.forget(s.hc.UID)
 	if owned {
 		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, TornDownReason, "Teardown", "Control plane torn down: control-plane namespace %s deleted", s.namespace)
 	}

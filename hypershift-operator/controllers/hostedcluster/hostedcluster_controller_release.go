@@ -103,6 +103,7 @@ func (r *Reconciler) recordPin(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Update(ctx, s.hc); err != nil {
 		return fmt.Errorf("failed to record the release pin %s in the status (nothing was applied with it): %w", image, err)
 	}
+	r.statusWrites.wrote(s.hc)
 	s.written = s.hc.Status.DeepCopy()
 	if !s.newPin() {
 		return nil
