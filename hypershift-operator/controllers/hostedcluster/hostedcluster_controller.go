@@ -271,6 +271,17 @@ func (r *Reconciler) applier() apply.Applier {
 	return apply.Applier{Client: r.Client, Reader: secretCopiesFirst{cache: r.cache, client: r.Client}, FieldOwner: FieldOwner}
 }
 
+// applierIn is applier for the objects of s's control-plane namespace: in
+// a namespace this pass created, a Secret the cache does not show does not
+// exist, and is not read from the API server.
+func (r *Reconciler) applierIn(s *scope) apply.Applier {
+	a := r.applier()
+	if s.namespaceCreated {
+		a.Reader = secretCopiesFirst{cache: r.cache, client: r.Client, created: s.namespace}
+	}
+	return a
+}
+
 func (r *Reconciler) now() time.Time {
 	if r.Clock == nil {
 		return time.Now()

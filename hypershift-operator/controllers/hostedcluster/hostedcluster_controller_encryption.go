@@ -45,9 +45,10 @@ func (r *Reconciler) encryptionKeys(ctx context.Context, hc *hyperv1.HostedClust
 // HostedCluster no longer names (a dropped backup key), once the
 // HostedControlPlane that names the remaining ones was sent: only then
 // does the control-plane-operator stop reading them. It lists only when
-// this pass changed the HostedControlPlane.
+// this pass changed the HostedControlPlane, and not in a namespace this
+// pass created (nothing in it is stale).
 func (r *Reconciler) deleteStaleEncryptionKeys(ctx context.Context, s *scope) error {
-	if !s.specSent {
+	if !s.specSent || s.namespaceCreated {
 		return nil
 	}
 	list := &corev1.SecretList{}

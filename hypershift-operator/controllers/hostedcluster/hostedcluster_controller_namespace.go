@@ -43,6 +43,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 		return r.awaitNamespaceGone(ctx, s)
 	}
 	if created {
+		s.namespaceCreated = true
 		ctrl.LoggerFrom(ctx).Info("Created the control-plane namespace", "namespace", s.namespace)
 		if s.hc.Status.Version != nil {
 			r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, "ControlPlaneRebuilding", "Reconcile",

@@ -117,7 +117,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 
 	// The manager's client reads Secrets past its cache (ClientOptions)
 	// and every other kind from it.
-	applier := r.applier()
+	applier := r.applierIn(s)
 	objects := []client.Object{render.Namespace(in), render.PullSecret(in, s.pullSecret)}
 	// The keys before the HostedControlPlane that names them.
 	for _, key := range render.SecretEncryptionKeys(in) {

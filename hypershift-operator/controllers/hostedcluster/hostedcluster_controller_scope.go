@@ -53,6 +53,9 @@ type scope struct {
 	// HostedCluster's, and not being deleted: only then does status show
 	// what is in it.
 	claimed bool
+	// namespaceCreated is set when this pass created the control-plane
+	// namespace: whatever is in it, this pass wrote.
+	namespaceCreated bool
 	// applied is set once this pass applied every object of the control
 	// plane: ValidConfiguration then follows the HostedControlPlane.
 	applied bool

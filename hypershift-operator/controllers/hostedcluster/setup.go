@@ -93,16 +93,19 @@ func ClientOptions() client.Options {
 
 // secretCopiesFirst reads Secrets from the manager's cache, which holds
 // the copies the HO writes (secretCopies), and reads past it a Secret the
-// cache does not show (not yet seen, or not labelled as a copy); other
-// kinds are read from client.
+// cache does not show (not yet seen, or not labelled as a copy), except in
+// the namespace created, which the pass reading created; other kinds are
+// read from client.
 type secretCopiesFirst struct {
-	cache  client.Reader
-	client client.Reader
+	cache   client.Reader
+	client  client.Reader
+	created string
 }
 
 func (r secretCopiesFirst) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, ok := obj.(*corev1.Secret); ok && r.cache != nil {
-		if err := r.cache.Get(ctx, key, obj, opts...); !apierrors.IsNotFound(err) {
+		err := r.cache.Get(ctx, key, obj, opts...)
+		if !apierrors.IsNotFound(err) || key.Namespace == r.created {
 			return err
 		}
 	}
