@@ -45,7 +45,10 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 	if created {
 		s.namespaceCreated = true
 		ctrl.LoggerFrom(ctx).Info("Created the control-plane namespace", "namespace", s.namespace)
-		if s.hc.Status.Version != nil {
+		// A rebuild, not a creation: the status this pass started from
+		// shows a control plane (this pass's release pin, already in
+		// s.hc, does not).
+		if s.original.Status.Version != nil {
 			r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, "ControlPlaneRebuilding", "Reconcile",
 				"Control-plane namespace %s was deleted; building the control plane again", s.namespace)
 		}

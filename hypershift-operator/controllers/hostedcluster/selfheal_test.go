@@ -520,7 +520,7 @@ func blockUpdatesBy(t *testing.T, user, ns string) {
 // TestDeletedNamespaceIsRebuilt deletes a control-plane namespace by hand
 // while its (stand-in) CPO holds the HostedControlPlane with a finalizer:
 // the namespace goes, the HostedCluster says so meanwhile, and the control
-// plane is built again.
+// plane is built again; only then is it reported rebuilt.
 func TestDeletedNamespaceIsRebuilt(t *testing.T) {
 	startOperator(t, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
 	c := newCluster(t, "4.17.0", nil)
@@ -533,6 +533,10 @@ func TestDeletedNamespaceIsRebuilt(t *testing.T) {
 	reportReady(t, c, "4.17.0")
 	awaitFenced(t, c)
 	testutil.Eventually(t, converge, func() error { return checkCondition(c.get(t), hyperv1.Available, metav1.ConditionTrue) })
+	// A new control plane is built, not rebuilt.
+	if findEvent(t, c, "ControlPlaneRebuilding") == nil {
+		t.Fatal("a new HostedCluster's control plane was reported as rebuilt (event ControlPlaneRebuilding)")
+	}
 	old := &corev1.Namespace{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: c.controlPlaneNamespace()}, old); err != nil {
 		t.Fatal(err)
