@@ -98,6 +98,9 @@ func TestAPassFromALaggingCacheSeesItsOwnWrite(t *testing.T) {
 	cpo := standInCPO(t, c)
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: c.controlPlaneNamespace(), Name: hyperv1.ControlPlaneOperatorLeaseName}
+	// One write per change of holder, not renewAs's renewals: a renewal
+	// can start a pass of its own (the Lease's liveness), and then the
+	// check would pass without the fix.
 	take := func(holder string) {
 		t.Helper()
 		testutil.Eventually(t, converge, func() error {
