@@ -16,6 +16,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/cmd/cli"
 	"github.com/hypershift-le/hypershift/cmd/cluster"
+	"github.com/hypershift-le/hypershift/cmd/etcdbackup"
 	"github.com/hypershift-le/hypershift/cmd/get"
 	"github.com/hypershift-le/hypershift/cmd/install"
 	"github.com/hypershift-le/hypershift/cmd/kubeconfig"
@@ -34,13 +35,14 @@ func newRootCommand() *cobra.Command {
   hypershift create nodepool none workers --cluster-name=demo --replicas=2 --output-dir=./join
   hypershift update cluster demo --release-image=quay.io/openshift-release-dev/ocp-release:4.17.1-x86_64 --wait
   hypershift get leaders -A
+  hypershift create etcd-backup demo-nightly --cluster-name=demo --claim-name=backups --wait
   hypershift destroy cluster demo --wait`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.String(),
 	}
 	create := cluster.NewCreateCommand()
-	create.AddCommand(kubeconfig.NewCommand(), nodepool.NewCreateCommand())
+	create.AddCommand(kubeconfig.NewCommand(), nodepool.NewCreateCommand(), etcdbackup.NewCreateCommand())
 	root.AddCommand(install.NewCommand(), create, cluster.NewUpdateCommand(), cluster.NewDestroyCommand(), get.NewCommand(), versions.NewCommand())
 	return root
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/etcdbackup"
 	fencingctrl "github.com/hypershift-le/hypershift/hypershift-operator/controllers/fencing"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
@@ -129,6 +130,7 @@ func (o Options) Validate() error {
 func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	cacheOptions := hostedcluster.CacheOptions()
 	leasearbiter.AddCacheOptions(&cacheOptions)
+	etcdbackup.AddCacheOptions(&cacheOptions)
 	opts := ctrl.Options{
 		Scheme:                 scheme.New(),
 		Cache:                  cacheOptions,
@@ -183,6 +185,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries}
 	if err := mgr.AddPerTerm(pools.SetupWithManager); err != nil {
 		return fmt.Errorf("failed to set up the NodePool controller: %w", err)
+	}
+	backups := &etcdbackup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if err := mgr.AddPerTerm(backups.SetupWithManager); err != nil {
+		return fmt.Errorf("failed to set up the EtcdBackup controller: %w", err)
 	}
 	leading := func() bool { return elector == nil || elector.Status().Leading }
 	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(ctx, mgr.GetClient(), leading)); err != nil {

@@ -176,6 +176,16 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		// one per control-plane namespace, watched by name; it goes with its
 		// namespace.
 		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: applied},
+		// EtcdBackups: a finalizer patched in and out (their Jobs and
+		// Secrets beside them are owned without blocking deletion), a
+		// patched status; two Jobs per backup (one in the control-plane
+		// namespace, one beside the claim), watched by label (which RBAC
+		// cannot narrow), deleted when the backup ends; the claim read by
+		// name to say when it is missing.
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"etcdbackups"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"etcdbackups/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}},
 	}
 	own = append(own, PodPlatformControlPlaneOperatorRules()...)
 	return append(own, ClusterAPIRules()...)

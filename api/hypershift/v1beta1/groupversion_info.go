@@ -21,6 +21,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&HostedCluster{}, &HostedClusterList{},
 		&HostedControlPlane{}, &HostedControlPlaneList{},
 		&NodePool{}, &NodePoolList{},
+		&EtcdBackup{}, &EtcdBackupList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
