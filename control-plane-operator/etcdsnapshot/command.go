@@ -127,13 +127,14 @@ func (f *serveFlags) serve(ctx context.Context, lg *zap.Logger) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	path, info := f.file, Info{}
+	path := f.file
+	var info Info
 	if f.file != "" {
 		info, err = inspectFile(f.file, f.expectSHA256)
 	} else {
 		path, info, err = takeSnapshot(ctx, lg.Named("etcd-client"), f.source, f.workDir)
 		if path != "" {
-			defer os.Remove(path)
+			defer func() { _ = os.Remove(path) }()
 		}
 	}
 	if err != nil {

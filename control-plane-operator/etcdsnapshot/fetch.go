@@ -104,7 +104,7 @@ func (f *fetcher) attempt(ctx context.Context, output string) (Info, error) {
 	if err != nil {
 		return Info{}, &retryable{fmt.Errorf("failed to reach %s: %w", f.url, err)}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
 		return Info{}, fmt.Errorf("the server at %s refused the transfer token (%s): the token in %s does not match the serving pod's", f.url, resp.Status, filepath.Join(f.transfer.dir, TransferTokenKey))
@@ -208,7 +208,7 @@ func fileSHA256(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sum := sha256.New()
 	if _, err := io.Copy(sum, f); err != nil {
 		return "", err
@@ -223,7 +223,7 @@ func syncDir(path string) error {
 	if err != nil {
 		return fmt.Errorf("failed to open directory %s to fsync it: %w", path, err)
 	}
-	defer dir.Close()
+	defer func() { _ = dir.Close() }()
 	if err := dir.Sync(); err != nil {
 		return fmt.Errorf("failed to fsync directory %s: %w", path, err)
 	}

@@ -42,7 +42,7 @@ func inspectFile(path, expectSHA256 string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("failed to open snapshot: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return Info{}, fmt.Errorf("failed to stat snapshot: %w", err)
@@ -87,7 +87,7 @@ func snapshotRevision(path string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s is not an etcd snapshot: failed to open its database: %w", path, err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	var revision int64
 	err = db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(schema.Key.Name())

@@ -169,7 +169,7 @@ func syncTree(root string) error {
 		if err != nil {
 			return fmt.Errorf("failed to open %s to fsync it: %w", path, err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("failed to fsync %s: %w", path, err)
 		}

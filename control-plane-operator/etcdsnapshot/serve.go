@@ -90,7 +90,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "failed to open the snapshot", http.StatusInternalServerError)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.FormatInt(s.info.Size, 10))

@@ -154,7 +154,7 @@ func TestServeRefusesABadBackup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer held.Close()
+			defer func() { _ = held.Close() }()
 			start := time.Now()
 			message := newCommand(t, "serve", "--listen="+held.Addr().String(), "--transfer-dir="+newTransfer(t).dir, "--file="+file, "--expect-sha256="+expect).run(t.Context()).failure(t)
 			if !strings.Contains(message, tc.want) || !strings.Contains(message, file) {

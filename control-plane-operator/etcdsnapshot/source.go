@@ -75,7 +75,7 @@ func memberName(ctx context.Context, cfg clientv3.Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("failed to create an etcd client for %s: %w", cfg.Endpoints[0], err)
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	status, err := cli.Status(ctx, cfg.Endpoints[0])

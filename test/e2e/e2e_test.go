@@ -41,6 +41,7 @@ func TestEndToEnd(t *testing.T) {
 	installOperator(t, lc.Registry.Image("hypershift", "latest"))
 	t.Run("create", testCreate)
 	t.Run("hosted API", testHostedAPI)
+	t.Run("etcd backup", testEtcdBackup)
 	t.Run("a node joins the hosted cluster", testNodeJoins)
 	t.Run("machines of platform Pod", testMachines)
 	t.Run("refused by the management cluster", testRefused)
@@ -474,6 +475,8 @@ func testHighlyAvailable(t *testing.T) {
 	spreadOverNodes(t, ns, map[string]int{"etcd": 3, "kube-apiserver": 3, "kube-controller-manager": 2, "kube-scheduler": 2})
 	h := hosted(t, "ha")
 	h.keepData(t)
+	// A snapshot of three members is taken from one of them.
+	backUp(t, "ha", "ha-backup")
 	p := h.probe(t)
 	var leader string
 	testutil.Eventually(t, time.Minute, func() error {

@@ -25,11 +25,12 @@ import (
 )
 
 // Controllers are the kube-controller-manager controllers the local
-// cluster runs: Deployments and StatefulSets roll out for real, claims are
-// bound by the PersistentVolume controller (and protected while in use),
-// namespaces get their ServiceAccounts and CA bundle.
+// cluster runs: Deployments, StatefulSets and Jobs (an EtcdBackup's) run
+// for real, claims are bound by the PersistentVolume controller (and
+// protected while in use), namespaces get their ServiceAccounts and CA
+// bundle.
 var Controllers = []string{
-	"deployment-controller", "replicaset-controller", "statefulset-controller", "namespace-controller",
+	"deployment-controller", "replicaset-controller", "statefulset-controller", "job-controller", "namespace-controller",
 	"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller",
 	"clusterrole-aggregation-controller", "root-ca-certificate-publisher-controller",
 	"persistentvolume-binder-controller", "persistentvolume-protection-controller",
