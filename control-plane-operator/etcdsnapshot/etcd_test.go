@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -71,8 +72,8 @@ func newEtcdCluster(t *testing.T, n int) *etcdCluster {
 	for i := range n {
 		c.members = append(c.members, etcdMember{
 			name:      fmt.Sprintf("etcd-%d", i),
-			clientURL: fmt.Sprintf("https://127.0.0.1:%d", freePort(t)),
-			peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			clientURL: fmt.Sprintf("https://127.0.0.1:%d", testutil.FreePort(t)),
+			peerURL:   fmt.Sprintf("http://127.0.0.1:%d", testutil.FreePort(t)),
 			dataDir:   filepath.Join(t.TempDir(), "data"),
 		})
 	}
@@ -220,15 +221,4 @@ func checkKeys(t *testing.T, cli *clientv3.Client, keys map[string]string) {
 			t.Errorf("key %s is %q, want %q", k, got[k], v)
 		}
 	}
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -21,6 +21,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
+
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // TestMain removes the shared snapshot fixture after the tests.
@@ -201,7 +203,7 @@ func (c *command) start(ctx context.Context) <-chan result {
 // when the test ends.
 func startServe(t *testing.T, tr *testTransfer, args ...string) (string, <-chan result) {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	done := newCommand(t, append([]string{"serve", "--listen=" + addr, "--transfer-dir=" + tr.dir}, args...)...).start(ctx)

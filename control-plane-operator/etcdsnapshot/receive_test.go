@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // TestReceive: what receive refuses, and what it retries, against serve
@@ -111,7 +113,7 @@ func TestReceive(t *testing.T) {
 		{
 			name: "when nothing listens until the timeout, receive retries, then says it gave up",
 			server: func(t *testing.T, _ *testTransfer) string {
-				return fmt.Sprintf("https://127.0.0.1:%d%s", freePort(t), SnapshotPath)
+				return fmt.Sprintf("https://127.0.0.1:%d%s", testutil.FreePort(t), SnapshotPath)
 			},
 			timeout: "2s",
 			want:    "gave up fetching the snapshot after 2s: failed to reach",

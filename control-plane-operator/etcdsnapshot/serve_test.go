@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+
+	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
 // TestServeFromEtcdThenReceive takes a snapshot of a real etcd with serve
@@ -21,7 +23,7 @@ func TestServeFromEtcdThenReceive(t *testing.T) {
 	cli := cluster.start(t)
 	keys, lastWrite := putKeys(t, cli, 10)
 	tr := newTransfer(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	output := filepath.Join(t.TempDir(), "backup.db")
 	workDir := t.TempDir()
 
@@ -78,7 +80,7 @@ func TestServeStopsWhenTerminated(t *testing.T) {
 	tr := newTransfer(t)
 	ctx, terminate := context.WithCancel(t.Context())
 	defer terminate()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	served := newCommand(t, "serve", "--listen="+addr, "--transfer-dir="+tr.dir, "--file="+path, "--expect-sha256="+sum, "--downloads=2").start(ctx)
 	output := filepath.Join(t.TempDir(), "backup.db")
 	wait(t, newCommand(t, "receive", "--url=https://"+addr+SnapshotPath, "--transfer-dir="+tr.dir, "--output="+output, "--timeout=20s").start(t.Context())).info(t)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,7 +129,7 @@ func fileSHA256(t *testing.T, path string) (string, int64) {
 func snapshotHolds(t *testing.T, path, key string) bool {
 	t.Helper()
 	dir := t.TempDir()
-	peer, clientPort := freePort(t), freePort(t)
+	peer, clientPort := testutil.FreePort(t), testutil.FreePort(t)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
 	if err := snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
 		SnapshotPath:        path,
@@ -170,14 +169,4 @@ func snapshotHolds(t *testing.T, path, key string) bool {
 		return nil
 	})
 	return found
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,6 +1,8 @@
 package etcdbackup
 
 import (
+	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/etcdsnapshot"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -468,20 +471,12 @@ func expectGone(t *testing.T, obj client.Object, ns, name string) {
 
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if !ok() {
+			return errors.New("not yet: " + what)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
-func keys(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func keys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }
