@@ -131,6 +131,8 @@ const (
 )
 
 // EtcdSpec describes a hosted cluster's etcd.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="etcd.restoreFrom can only be set when the HostedCluster is created: create a new HostedCluster from the backup"
 type EtcdSpec struct {
 	// managementType says who runs etcd. Only Managed is supported.
 	//
@@ -138,6 +140,27 @@ type EtcdSpec struct {
 	// +kubebuilder:default=Managed
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="etcd.managementType is immutable"
 	ManagementType EtcdManagementType `json:"managementType,omitempty"`
+
+	// restoreFrom starts a new cluster's etcd from a snapshot instead of
+	// empty: every member is restored from it before it first starts. It
+	// is set when the HostedCluster is created and cannot change. The
+	// cluster's control plane is not created until the snapshot was found
+	// and checked (the EtcdSnapshotRestored condition says why it waits).
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="etcd.restoreFrom is immutable"
+	RestoreFrom *EtcdRestoreSource `json:"restoreFrom,omitempty"`
+}
+
+// EtcdRestoreSource is the snapshot a new cluster's etcd starts from.
+type EtcdRestoreSource struct {
+	// etcdBackup names a complete EtcdBackup in the HostedCluster's
+	// namespace. The Secrets in its snapshot are read with the keys it
+	// kept (status.snapshot.encryptionConfigSecret) and then rewritten
+	// with the new cluster's key.
+	//
+	// +required
+	EtcdBackup LocalObjectReference `json:"etcdBackup"`
 }
 
 // ClusterConfiguration is the OpenShift configuration of a hosted cluster,

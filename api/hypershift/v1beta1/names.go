@@ -49,6 +49,9 @@ const (
 	// SecretCopyEncryptionKey is the SecretCopyLabel of a copy of a key
 	// Secret of spec.secretEncryption, in the control-plane namespace.
 	SecretCopyEncryptionKey = "encryption-key"
+	// SecretCopyEtcdRestore is the SecretCopyLabel of what a cluster whose
+	// etcd restores from a backup is given in its control-plane namespace.
+	SecretCopyEtcdRestore = "etcd-restore"
 	// SecretCopyAdminKubeconfig is the SecretCopyLabel of an admin
 	// kubeconfig copy.
 	SecretCopyAdminKubeconfig = "admin-kubeconfig"
@@ -151,6 +154,12 @@ const (
 	// key changed, when a backup key must still be kept. The
 	// hypershift-operator relays it to the HostedCluster.
 	SecretsEncrypted = "SecretsEncrypted"
+	// EtcdSnapshotRestored, on a HostedCluster created with
+	// spec.etcd.restoreFrom, says whether its etcd started from the
+	// snapshot: False while the backup is missing, incomplete or refused
+	// (then no control plane is created) or while the members restore,
+	// True once the cluster was first available.
+	EtcdSnapshotRestored = "EtcdSnapshotRestored"
 	// LeaderFencing, on a HostedCluster, says whether the API server is
 	// seen to refuse writes by control-plane-operator pods that do not
 	// hold the Lease: True only once a probe showed it.
@@ -364,6 +373,35 @@ const (
 	// was re-created; only a kube-apiserver restart clears it. Also the
 	// reason of the Warning event.
 	FenceWedgedReason = "FenceWedged"
+)
+
+// Reasons of EtcdSnapshotRestored.
+const (
+	// EtcdBackupNotFoundReason: False, spec.etcd.restoreFrom names no
+	// EtcdBackup; nothing is created until it exists.
+	EtcdBackupNotFoundReason = "EtcdBackupNotFound"
+	// EtcdBackupIncompleteReason: False, the EtcdBackup has no snapshot
+	// (it is running or failed); nothing is created until it completes.
+	EtcdBackupIncompleteReason = "EtcdBackupIncomplete"
+	// EtcdSnapshotRefusedReason: False, the snapshot file is missing or
+	// does not match its backup's SHA-256 or etcd's own hash; nothing is
+	// created. The message is the check's.
+	EtcdSnapshotRefusedReason = "EtcdSnapshotRefused"
+	// EtcdSnapshotRestoringReason: False, the snapshot was checked and the
+	// members restore it.
+	EtcdSnapshotRestoringReason = "Restoring"
+	// EtcdSnapshotRestoredReason: True.
+	EtcdSnapshotRestoredReason = "SnapshotRestored"
+)
+
+// EtcdRestoreTransferSecret is the Secret of a control-plane namespace
+// with the certificate and token etcd's members download the snapshot of
+// spec.etcd.restoreFrom with; EtcdRestoreEncryptionConfigSecret holds the
+// backup's EncryptionConfiguration, whose keys the kube-apiserver reads
+// the restored Secrets with.
+const (
+	EtcdRestoreTransferSecret         = "etcd-restore-transfer"
+	EtcdRestoreEncryptionConfigSecret = "etcd-restore-encryption-config"
 )
 
 // AdminKubeconfigName names the copy of a HostedCluster's admin
