@@ -3,7 +3,10 @@ package etcdsnapshot
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,21 +22,28 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&c.url, "url", "", "The snapshot's URL: https://<serving Service's ClusterIP>:8443"+SnapshotPath+".")
+	fs.StringVar(&c.url, "url", "", "The snapshot's URL: https://<serving pod's address>:8443"+SnapshotPath+". Empty: the transfer directory's "+TransferURLKey+" file says it.")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "How long to keep trying while the serving pod is not there yet, the download included.")
 	c.commonFlags.add(fs)
 }
 
 // fetcher returns the fetcher the flags describe.
 func (c *clientFlags) fetcher() (*fetcher, error) {
-	if c.url == "" {
-		return nil, errors.New("--url is required")
-	}
 	t, err := loadTransfer(c.transferDir, false)
 	if err != nil {
 		return nil, err
 	}
-	return newFetcher(c.url, t, c.timeout)
+	url := c.url
+	if url == "" {
+		// The restore's URL is the serving pod's, known only once it runs:
+		// in the Secret, so that the members' pod template does not change.
+		raw, err := os.ReadFile(filepath.Join(c.transferDir, TransferURLKey))
+		if err != nil {
+			return nil, fmt.Errorf("no --url, and the transfer directory names none: %w", err)
+		}
+		url = strings.TrimSpace(string(raw))
+	}
+	return newFetcher(url, t, c.timeout)
 }
 
 func newReceiveCommand() *cobra.Command {

@@ -37,9 +37,19 @@ func TestRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			// Three members read the URL from the transfer directory, as a
+			// restored cluster's members do (their pod template names no
+			// URL); one member is given it.
+			source := "--url=" + url
+			if members > 1 {
+				if err := os.WriteFile(filepath.Join(tr.dir, TransferURLKey), []byte(url+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				source = "--timeout=15s"
+			}
 			var restores []<-chan result
 			for _, m := range cluster.members {
-				restores = append(restores, newCommand(t, "restore", "--url="+url, "--transfer-dir="+tr.dir, "--timeout=15s",
+				restores = append(restores, newCommand(t, "restore", source, "--transfer-dir="+tr.dir, "--timeout=15s",
 					"--data-dir="+m.dataDir, "--name="+m.name, "--initial-cluster="+cluster.initialCluster(),
 					"--initial-cluster-token="+cluster.token, "--initial-advertise-peer-urls="+m.peerURL).start(t.Context()))
 			}

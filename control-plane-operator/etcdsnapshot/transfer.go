@@ -23,6 +23,9 @@ const (
 	TransferKeyKey = "tls.key"
 	// TransferTokenKey holds the bearer token the serving pod requires.
 	TransferTokenKey = "token"
+	// TransferURLKey, in a restore's transfer Secret, holds the snapshot's
+	// URL (restore without --url reads it).
+	TransferURLKey = "url"
 )
 
 // The transfer endpoint.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,11 @@ func (p *planner) encryption() error {
 		p.add(EncryptionKeySecret, corev1.SecretTypeOpaque, map[string][]byte{hyperv1.AESCBCKeySecretKey: key}, &Write{Reason: reasonMissing, Cause: Missing})
 		keys = append(keys, key)
 	}
+	restored, err := p.restoredKeys()
+	if err != nil {
+		return err
+	}
+	keys = append(keys, restored...)
 	if err := p.keepsStoredKey(keys); err != nil {
 		return err
 	}
@@ -117,6 +123,46 @@ func (p *planner) encryption() error {
 	p.add(EncryptionConfigSecret, corev1.SecretTypeOpaque, map[string][]byte{EncryptionConfigKey: config}, write)
 	p.result.EncryptionActiveKey = EncryptionKeyName(keys[0])
 	return nil
+}
+
+// restoredKeys are the aescbc keys of the EncryptionConfiguration of the
+// backup the cluster's etcd was restored from: the restored Secrets are
+// stored with them until they are rewritten, so they stay decryption keys
+// (never the active one) for as long as the Secret is there.
+func (p *planner) restoredKeys() ([][]byte, error) {
+	if p.in.RestoredKeys == "" {
+		return nil, nil
+	}
+	s := p.live[p.in.RestoredKeys]
+	if s == nil {
+		return nil, fmt.Errorf("secret %s, the encryption configuration of the backup this cluster was restored from, not found", p.in.RestoredKeys)
+	}
+	config := &apiserverv1.EncryptionConfiguration{}
+	if err := yaml.Unmarshal(s.Data[EncryptionConfigKey], config); err != nil {
+		return nil, &KeyError{Secret: p.in.RestoredKeys, Err: fmt.Errorf("its %s is no EncryptionConfiguration: %w", EncryptionConfigKey, err)}
+	}
+	var keys [][]byte
+	for _, r := range config.Resources {
+		for _, provider := range r.Providers {
+			if provider.AESCBC == nil {
+				continue
+			}
+			for _, k := range provider.AESCBC.Keys {
+				key, err := base64.StdEncoding.DecodeString(k.Secret)
+				if err != nil {
+					return nil, &KeyError{Secret: p.in.RestoredKeys, Err: fmt.Errorf("key %s is not base64: %w", k.Name, err)}
+				}
+				if _, err := hyperv1.CheckAESCBCKey(map[string][]byte{hyperv1.AESCBCKeySecretKey: key}); err != nil {
+					return nil, &KeyError{Secret: p.in.RestoredKeys, Err: fmt.Errorf("key %s: %w", k.Name, err)}
+				}
+				keys = append(keys, key)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, &KeyError{Secret: p.in.RestoredKeys, Err: errors.New("it names no aescbc key")}
+	}
+	return keys, nil
 }
 
 // keepsStoredKey refuses keys without the one the hosted cluster's Secrets

@@ -155,3 +155,40 @@ func TestPlanKeepsTheKeyTheSecretsAreStoredWith(t *testing.T) {
 		t.Errorf("active key %s, want key-two's", result.EncryptionActiveKey)
 	}
 }
+
+// TestPlanReadsRestoredSecretsWithTheBackupsKeys: a cluster restored from
+// a backup keeps the backup's aescbc keys as decryption keys after its own
+// active key (the restored Secrets are stored with them); without the
+// backup's configuration, or with one that names no key, nothing is
+// planned.
+func TestPlanReadsRestoredSecretsWithTheBackupsKeys(t *testing.T) {
+	old := bytes.Repeat([]byte{7}, 32)
+	backupConfig, err := EncryptionConfiguration([][]byte{old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := testInputs()
+	in.RestoredKeys = hyperv1.EtcdRestoreEncryptionConfigSecret
+	if _, err := Plan(in, nil, t0); err == nil || !strings.Contains(err.Error(), "the encryption configuration of the backup this cluster was restored from, not found") {
+		t.Fatalf("Plan without the backup's keys: %v", err)
+	}
+	restored := &corev1.Secret{Data: map[string][]byte{EncryptionConfigKey: backupConfig}}
+	restored.Name = hyperv1.EtcdRestoreEncryptionConfigSecret
+	first := mustPlan(t, in, map[string]*corev1.Secret{restored.Name: restored}, t0)
+	live := byName(first)
+	generated := live[EncryptionKeySecret].Data[hyperv1.AESCBCKeySecretKey]
+	if got := configKeys(t, live[EncryptionConfigSecret].Data[EncryptionConfigKey]); !slices.Equal(got, []string{EncryptionKeyName(generated), EncryptionKeyName(old)}) {
+		t.Errorf("configuration keys %v, want the cluster's own active, then the backup's", got)
+	}
+	if first.EncryptionActiveKey != EncryptionKeyName(generated) {
+		t.Errorf("active key %s, want the cluster's own", first.EncryptionActiveKey)
+	}
+	if _, ok := live[restored.Name]; ok {
+		t.Error("the plan writes the backup's configuration, which is the hypershift-operator's")
+	}
+	restored.Data[EncryptionConfigKey] = []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\n")
+	var keyErr *KeyError
+	if _, err := Plan(in, map[string]*corev1.Secret{restored.Name: restored}, t0); !errors.As(err, &keyErr) || keyErr.Secret != restored.Name {
+		t.Fatalf("Plan with a backup configuration without keys: %v", err)
+	}
+}

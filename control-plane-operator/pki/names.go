@@ -110,6 +110,9 @@ var CASecrets = []string{RootCASecret, EtcdSignerSecret}
 // never writes them.
 func SecretNames(in Inputs) []string {
 	names := append(slices.Clone(Secrets), in.EncryptionKeys...)
+	if in.RestoredKeys != "" {
+		names = append(names, in.RestoredKeys)
+	}
 	if in.ClusterAPICluster == "" {
 		return names
 	}

@@ -88,6 +88,11 @@ type Inputs struct {
 	// would leave Secrets nobody can read, and is refused. Empty: none
 	// known yet.
 	StoredWith string
+	// RestoredKeys names the Secret, in Namespace, holding the
+	// EncryptionConfiguration of the backup a cluster's etcd was restored
+	// from (hyperv1.EtcdRestoreEncryptionConfigSecret): its aescbc keys
+	// read the restored Secrets, after every other key. None when empty.
+	RestoredKeys string
 }
 
 // Cause classifies why a Secret is written.

@@ -169,3 +169,42 @@ func TestCertificateNamesCoverEveryAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestMembersOfARestoredClusterRestoreOneCluster: with a snapshot to
+// restore, every member's pod first runs `etcd-snapshot restore` from the
+// served snapshot onto its claim, with its own name and the membership
+// and token etcd starts with, so the three members restore one cluster;
+// the transfer Secret is optional (a restored member restarts without
+// it); without a snapshot there is no init container.
+func TestMembersOfARestoredClusterRestoreOneCluster(t *testing.T) {
+	in := componenttest.Inputs(hyperv1.HighlyAvailable)
+	set, _ := statefulSet(t, in)
+	if n := len(set.Spec.Template.Spec.InitContainers); n != 0 {
+		t.Fatalf("%d init containers without a snapshot to restore", n)
+	}
+	in.HostedControlPlane.Spec.Etcd.RestoreFrom = &hyperv1.EtcdRestoreSource{
+		EtcdBackup: hyperv1.LocalObjectReference{Name: "nightly"},
+	}
+	set, _ = statefulSet(t, in)
+	pod := set.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("init containers %+v, want the restore", pod.InitContainers)
+	}
+	restore, etcd := pod.InitContainers[0].Args, pod.Containers[0].Args
+	for _, flag := range []string{"--data-dir", "--name", "--initial-cluster", "--initial-cluster-token", "--initial-advertise-peer-urls"} {
+		if arg(restore, flag) == "" || arg(restore, flag) != arg(etcd, flag) {
+			t.Errorf("restore %s=%q, etcd starts with %q", flag, arg(restore, flag), arg(etcd, flag))
+		}
+	}
+	if arg(restore, "--url") != "" || arg(restore, "--transfer-dir") == "" {
+		t.Errorf("restore --url=%q --transfer-dir=%q: the URL is read from the transfer Secret", arg(restore, "--url"), arg(restore, "--transfer-dir"))
+	}
+	if pod.InitContainers[0].Image != in.Release.ComponentImages[RestoreImageTag] {
+		t.Errorf("restore image %s, want the payload's control-plane-operator", pod.InitContainers[0].Image)
+	}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == hyperv1.EtcdRestoreTransferSecret && (v.Secret.Optional == nil || !*v.Secret.Optional) {
+			t.Errorf("the transfer Secret must be optional: %+v", v.Secret)
+		}
+	}
+}

@@ -81,6 +81,9 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		component.SecretVolume("server-tls", pki.EtcdServerSecret),
 		component.SecretVolume("peer-tls", pki.EtcdPeerSecret))
 	pod.HostAliases = aliases
+	if err := withRestore(in, &pod, members); err != nil {
+		return nil, err
+	}
 	// One member per node: a node lost loses one member, not the quorum.
 	pod.TopologySpreadConstraints = component.Spread(Name, int32(len(members)))
 
@@ -151,6 +154,63 @@ func args(namespace string, members []string) []string {
 		"--peer-skip-client-san-verification=true",
 	}
 }
+
+// RestoreImageTag is the payload's image of the restore init container,
+// which holds the control-plane-operator.
+const RestoreImageTag = "hypershift"
+
+// restoreTransferDir is where the restore init container finds the
+// transfer Secret.
+const restoreTransferDir = "/etc/etcd-restore/transfer"
+
+// withRestore adds, for a cluster created from a backup, the init
+// container that restores each member's data directory from the snapshot
+// the hypershift-operator serves (`control-plane-operator etcd-snapshot
+// restore`, the URL in the transfer Secret, so that the template does not
+// change once the serving pod is gone): with the member's own name and the cluster's initial
+// membership, so that all members restore one cluster. A member whose
+// data directory holds a member already starts at once, without the
+// transfer Secret (optional: it is deleted once the cluster is restored)
+// or the server: a restarted member is never rolled back.
+func withRestore(in component.Inputs, pod *corev1.PodSpec, members []string) error {
+	hcp := in.HostedControlPlane
+	from := hcp.Spec.Etcd.RestoreFrom
+	if from == nil {
+		return nil
+	}
+	image, err := in.Image(Name, RestoreImageTag)
+	if err != nil {
+		return err
+	}
+	res, err := in.Resources(Name, "restore", RestoreResources)
+	if err != nil {
+		return err
+	}
+	podName := "$(" + hyperv1.PodNameEnv + ")"
+	restore := component.Container("restore", image, []string{"/usr/bin/control-plane-operator"}, []string{
+		"etcd-snapshot", "restore",
+		"--transfer-dir=" + restoreTransferDir,
+		"--data-dir=" + dataDir,
+		"--name=" + podName,
+		"--initial-cluster=" + initialCluster(members),
+		"--initial-cluster-token=" + hcp.Namespace,
+		"--initial-advertise-peer-urls=" + peerURL(podName),
+	}, res)
+	restore.VolumeMounts = []corev1.VolumeMount{
+		{Name: dataVolume, MountPath: dataMount},
+		component.Mount("restore-transfer", restoreTransferDir),
+	}
+	transfer := component.SecretVolume("restore-transfer", hyperv1.EtcdRestoreTransferSecret)
+	transfer.Secret.Optional = ptr.To(true)
+	pod.InitContainers = append(pod.InitContainers, restore)
+	pod.Volumes = append(pod.Volumes, transfer)
+	return nil
+}
+
+// RestoreResources are the restore init container's: it streams the
+// snapshot to disk and restores it with etcdutl, which reads the database
+// through a memory map (page cache, reclaimed before anything is killed).
+var RestoreResources = resources.Defaults{CPU: "10m", Memory: "32Mi", MemoryLimit: "512Mi"}
 
 // disruptionBudget keeps a quorum through voluntary disruptions.
 func disruptionBudget(in component.Inputs, members int) *policyv1.PodDisruptionBudget {

@@ -165,6 +165,9 @@ func pkiInputs(s *scope) (pki.Inputs, error) {
 		out.ClusterAPICluster = hcp.Name
 	}
 	out.EncryptionKeys = hyperv1.EncryptionKeySecrets(hcp.Spec.SecretEncryption)
+	if hcp.Spec.Etcd.RestoreFrom != nil {
+		out.RestoredKeys = hyperv1.EtcdRestoreEncryptionConfigSecret
+	}
 	if st := hcp.Status.SecretEncryption; st != nil {
 		out.StoredWith = st.RewrittenWith
 	}
