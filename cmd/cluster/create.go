@@ -47,7 +47,11 @@ type CreateOptions struct {
 	ExternalAPIServerPort int32
 	// NodePoolReplicas, when above 0, creates NodePool <Name> of that many
 	// machines for the cluster, as HyperShift's --node-pool-replicas.
-	NodePoolReplicas        int32
+	NodePoolReplicas int32
+	// EtcdBackup, when set, names the complete EtcdBackup, in Namespace,
+	// whose snapshot the cluster's etcd starts from
+	// (spec.etcd.restoreFrom).
+	EtcdBackup              string
 	Render, RenderSensitive bool
 	Wait                    bool
 	Timeout                 time.Duration
@@ -96,6 +100,7 @@ func platformCommand(platform hyperv1.PlatformType, short, pools string) *cobra.
 	fs.StringVar(&o.AvailabilityPolicy, "control-plane-availability-policy", string(hyperv1.SingleReplica), "SingleReplica or HighlyAvailable.")
 	fs.StringVar(&o.InfraID, "infra-id", "", "The infrastructure ID; generated from the name when empty.")
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "The cluster ID (a UUID); generated when empty.")
+	fs.StringVar(&o.EtcdBackup, "restore-from-etcd-backup", "", "Start the cluster's etcd from the snapshot of this complete EtcdBackup (in --namespace) instead of empty: nothing is created until it was found and checked.")
 	fs.BoolVar(&o.Render, "render", false, "Print the objects as YAML instead of creating them (without the pull secret unless --render-sensitive).")
 	fs.BoolVar(&o.RenderSensitive, "render-sensitive", false, "With --render, print the pull secret too.")
 	fs.StringVar(&o.ExternalAPIServerAddress, "external-api-server-address", "",
@@ -140,6 +145,7 @@ func (o *CreateOptions) Objects(pullSecret []byte) []client.Object {
 				InfraID:                      infraID,
 				ClusterID:                    clusterID,
 				Services:                     o.services(),
+				Etcd:                         o.etcd(),
 			},
 		},
 	}
@@ -158,6 +164,16 @@ func (o *CreateOptions) nodePool() *hyperv1.NodePool {
 	pool := &nodepool.CreateOptions{Name: o.Name, Namespace: o.Namespace, ClusterName: o.Name, ReleaseImage: o.ReleaseImage, Replicas: o.NodePoolReplicas,
 		Platform: cmp.Or(o.Platform, hyperv1.NonePlatform)}
 	return pool.NodePool()
+}
+
+// etcd is the cluster's etcd: the API server's defaults, restored from
+// EtcdBackup when set.
+func (o *CreateOptions) etcd() hyperv1.EtcdSpec {
+	spec := hyperv1.EtcdSpec{}
+	if o.EtcdBackup != "" {
+		spec.RestoreFrom = &hyperv1.EtcdRestoreSource{EtcdBackup: hyperv1.LocalObjectReference{Name: o.EtcdBackup}}
+	}
+	return spec
 }
 
 // services publishes the kube-apiserver on a NodePort at

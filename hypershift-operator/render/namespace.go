@@ -89,3 +89,33 @@ func AdminKubeconfig(in Inputs, kubeconfig []byte) *corev1.Secret {
 		Data: map[string][]byte{hyperv1.KubeconfigKey: kubeconfig},
 	}
 }
+
+// EtcdRestoreSecrets are the Secrets, in the control-plane namespace, of a
+// cluster whose etcd restores from a backup (in.EtcdRestore): the
+// transfer, which the members' init containers mount, and the backup's
+// encryption configuration, which the control-plane-operator's PKI reads
+// into the kube-apiserver's (both carry its component label, so that its
+// cache holds them). None once restored: the transfer is then deleted, the
+// configuration kept as it is.
+func EtcdRestoreSecrets(in Inputs) []*corev1.Secret {
+	if in.EtcdRestore == nil {
+		return nil
+	}
+	secret := func(name string, data map[string][]byte) *corev1.Secret {
+		meta := in.objectMeta(name)
+		meta.Labels = map[string]string{
+			hyperv1.SecretCopyLabel:            hyperv1.SecretCopyEtcdRestore,
+			hyperv1.ControlPlaneComponentLabel: "etcd-restore",
+		}
+		return &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: meta,
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}
+	}
+	return []*corev1.Secret{
+		secret(hyperv1.EtcdRestoreEncryptionConfigSecret, map[string][]byte{"config.yaml": in.EtcdRestore.EncryptionConfig}),
+		secret(hyperv1.EtcdRestoreTransferSecret, in.EtcdRestore.Transfer),
+	}
+}

@@ -49,6 +49,20 @@ type Inputs struct {
 	// spec.secretEncryption names, by Secret name: SecretEncryptionKeys
 	// copies them into the control-plane namespace.
 	EncryptionKeys map[string][]byte
+	// EtcdRestore is, for a HostedCluster created from an EtcdBackup
+	// whose etcd is not restored yet, what its members restore with:
+	// EtcdRestoreSecrets copies it into the control-plane namespace. Nil
+	// otherwise.
+	EtcdRestore *EtcdRestore
+}
+
+// EtcdRestore is what a restoring cluster's control-plane namespace is
+// given: the transfer (certificate, token and the snapshot's URL) the
+// members' init containers download the snapshot with, and the backup's
+// EncryptionConfiguration, whose keys read the restored Secrets.
+type EtcdRestore struct {
+	Transfer         map[string][]byte
+	EncryptionConfig []byte
 }
 
 // Validate refuses inputs the renderers must not turn into objects.

@@ -343,22 +343,16 @@ func (r *Reconciler) saveEncryptionConfig(ctx context.Context, backup *hyperv1.E
 // serving pod is ready (the snapshot taken) and has an address.
 func (r *Reconciler) createReceiveJob(ctx context.Context, backup *hyperv1.EtcdBackup, hc *hyperv1.HostedCluster, serve *batchv1.Job) (ctrl.Result, error) {
 	inProgress(backup, "taking a snapshot of etcd")
-	if serve.Status.Ready == nil || *serve.Status.Ready == 0 {
-		return ctrl.Result{}, nil
-	}
-	pods, err := r.jobPods(ctx, serve)
+	address, err := ReadyPodAddress(ctx, r.APIReader, serve)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	address := ""
-	for _, pod := range pods {
-		if pod.Status.PodIP != "" && podReady(&pod) {
-			address = pod.Status.PodIP
-		}
-	}
 	if address == "" {
-		// The Job counted the pod ready before this read saw it.
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		if serve.Status.Ready != nil && *serve.Status.Ready > 0 {
+			// The Job counted the pod ready before this read saw it.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		return ctrl.Result{}, nil
 	}
 	job := receiveJob(backup, serve.Spec.Template.Spec.Containers[0].Image, hc.Spec.PullSecret.Name, address)
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -447,23 +441,33 @@ func (r *Reconciler) cleanUp(ctx context.Context, backup *hyperv1.EtcdBackup, co
 
 // jobPods lists a Job's pods past the cache, which holds none.
 func (r *Reconciler) jobPods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
+	return JobPods(ctx, r.APIReader, job)
+}
+
+// terminationMessage is TerminationMessage, read past the cache.
+func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
+	return TerminationMessage(ctx, r.APIReader, job)
+}
+
+// JobPods lists a Job's pods through reader.
+func JobPods(ctx context.Context, reader client.Reader, job *batchv1.Job) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+	if err := reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return nil, fmt.Errorf("failed to list the pods of Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return pods.Items, nil
 }
 
-// terminationMessage is what the Job's container said when it ended, or
+// TerminationMessage is what the Job's container said when it ended, or
 // where to look when it said nothing.
-func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
+func TerminationMessage(ctx context.Context, reader client.Reader, job *batchv1.Job) string {
 	fallback := fmt.Sprintf("see kubectl logs -n %s job/%s", job.Namespace, job.Name)
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonDeadlineExceeded {
 			return fmt.Sprintf("it did not finish within %s", time.Duration(deadline)*time.Second)
 		}
 	}
-	pods, err := r.jobPods(ctx, job)
+	pods, err := JobPods(ctx, reader, job)
 	if err != nil {
 		return fallback
 	}
@@ -476,6 +480,27 @@ func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) s
 	}
 	return fallback
 }
+
+// ReadyPodAddress is the address of the Job's pod once it is ready, ""
+// before.
+func ReadyPodAddress(ctx context.Context, reader client.Reader, job *batchv1.Job) (string, error) {
+	if job.Status.Ready == nil || *job.Status.Ready == 0 {
+		return "", nil
+	}
+	pods, err := JobPods(ctx, reader, job)
+	if err != nil {
+		return "", err
+	}
+	for _, pod := range pods {
+		if pod.Status.PodIP != "" && podReady(&pod) {
+			return pod.Status.PodIP, nil
+		}
+	}
+	return "", nil
+}
+
+// JobFailed and JobSucceeded report the Job's end.
+func JobFailed(job *batchv1.Job) bool { return jobFailed(job) }
 
 func jobFailed(job *batchv1.Job) bool    { return jobCondition(job, batchv1.JobFailed) }
 func jobSucceeded(job *batchv1.Job) bool { return jobCondition(job, batchv1.JobComplete) }

@@ -93,11 +93,7 @@ func serveJob(backup *hyperv1.EtcdBackup, namespace, image string, pullSecrets [
 	c.Ports = []corev1.ContainerPort{{Name: "transfer", ContainerPort: TransferPort, Protocol: corev1.ProtocolTCP}}
 	// Ready once the snapshot is taken: the receiving Job is made then,
 	// with this pod's address.
-	c.ReadinessProbe = &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("transfer"), Scheme: corev1.URISchemeHTTPS}},
-		PeriodSeconds:    1,
-		FailureThreshold: 1,
-	}
+	c.ReadinessProbe = readiness()
 	c.VolumeMounts = []corev1.VolumeMount{
 		{Name: "transfer", MountPath: transferDir, ReadOnly: true},
 		{Name: "etcd-client", MountPath: etcdTLSDir, ReadOnly: true},
@@ -111,6 +107,16 @@ func serveJob(backup *hyperv1.EtcdBackup, namespace, image string, pullSecrets [
 	job := job(backup, namespace, c, volumes, pullSecrets)
 	job.Annotations = map[string]string{ownerAnnotation: backup.Namespace + "/" + backup.Name}
 	return job
+}
+
+// readiness is the serving container's probe: its health endpoint
+// answers once the snapshot is taken or checked.
+func readiness() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("transfer"), Scheme: corev1.URISchemeHTTPS}},
+		PeriodSeconds:    1,
+		FailureThreshold: 1,
+	}
 }
 
 // receiveJob renders the Job that downloads the snapshot from the serving

@@ -194,6 +194,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	phases := []func(context.Context, *scope) (ctrl.Result, error){
 		r.reconcileRelease,
 		r.reconcileNodePort,
+		// Before the namespace: a cluster restored from a backup that is
+		// missing or refused creates nothing.
+		r.reconcileRestore,
 		r.reconcileNamespace,
 		r.reconcileControlPlane,
 		r.reconcileKubeconfig,

@@ -107,6 +107,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		return ctrl.Result{}, s.block(hyperv1.ValidConfiguration, hyperv1.InvalidConfigurationReason, upperFirst(err.Error()), wait, err)
 	}
 	in.EncryptionKeys = keys
+	in.EtcdRestore = s.restore
 	in.MachineImage, _ = s.release.ComponentImage(nodepool.MachineImageTag)
 	in.SandboxImage, _ = s.release.ComponentImage(nodepool.SandboxImageTag)
 	if err := in.Validate(); err != nil {
@@ -122,6 +123,11 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	// The keys before the HostedControlPlane that names them.
 	for _, key := range render.SecretEncryptionKeys(in) {
 		objects = append(objects, key)
+	}
+	// What the members restore with, before the HostedControlPlane whose
+	// etcd mounts it.
+	for _, secret := range render.EtcdRestoreSecrets(in) {
+		objects = append(objects, secret)
 	}
 	for _, obj := range append(objects,
 		render.HostedControlPlane(in),

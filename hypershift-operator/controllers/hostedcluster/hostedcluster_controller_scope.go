@@ -87,6 +87,12 @@ type scope struct {
 	// observeErr is why the control plane could not be observed.
 	observeErr error
 
+	// restore is, for a cluster whose etcd restores from a backup, what
+	// its control-plane namespace is given (reconcileRestore); nil
+	// otherwise. restoreMessage says from what.
+	restore        *render.EtcdRestore
+	restoreMessage string
+
 	// reports are the changes reportCondition found, made once the status
 	// that shows them is written.
 	reports []func()

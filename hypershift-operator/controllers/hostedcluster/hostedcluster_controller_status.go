@@ -51,6 +51,7 @@ func (r *Reconciler) computeStatus(ctx context.Context, s *scope) {
 		s.hc.Status.KubeConfig = &hyperv1.LocalObjectReference{Name: s.kubeconfig}
 	}
 	setBlocked(s)
+	setRestore(s)
 	setReconciliation(s)
 	r.reportChanges(ctx, s)
 }

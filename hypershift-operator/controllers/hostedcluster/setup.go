@@ -9,15 +9,18 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -247,11 +250,41 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(isFencingObject)).
 		Watches(&coordinationv1.Lease{}, r.leases.handler()).
+		// A cluster waiting to restore from a backup hears it complete, and
+		// its serving Job get ready or fail.
+		Watches(&hyperv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersRestoringFrom)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(clusterOfRestoreJob)).
 		// A re-issued admin kubeconfig is copied again.
 		WatchesRawSource(source.Kind(r.kubeconfigs, client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
 		// A pull secret that appears or changes is read and copied again.
 		WatchesRawSource(r.pullSecretSource()).
 		Complete(r)
+}
+
+// clustersRestoringFrom maps an EtcdBackup to the HostedClusters of its
+// namespace whose etcd restores from it.
+func (r *Reconciler) clustersRestoringFrom(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &hyperv1.HostedClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, hc := range list.Items {
+		if from := hc.Spec.Etcd.RestoreFrom; from != nil && from.EtcdBackup.Name == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hc)})
+		}
+	}
+	return out
+}
+
+// clusterOfRestoreJob maps a restore's serving Job (owned by its
+// HostedCluster) to that cluster.
+func clusterOfRestoreJob(_ context.Context, obj client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil || owner.Kind != "HostedCluster" || owner.APIVersion != hyperv1.GroupVersion.String() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}}}
 }
 
 // kubeconfigSources is a cache of the Secrets in which the

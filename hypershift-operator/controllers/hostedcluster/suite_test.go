@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		AuditLog: true, ControllerManager: true,
 		// The real Deployment controller rolls the CPO Deployment out (its
 		// pods stay Pending: there is no node), as status expects.
-		ControllerManagerControllers: []string{"namespace-controller", "garbage-collector-controller", "deployment-controller", "replicaset-controller"},
+		ControllerManagerControllers: []string{"namespace-controller", "garbage-collector-controller", "deployment-controller", "replicaset-controller", "job-controller"},
 	}, &env))
 }
 
