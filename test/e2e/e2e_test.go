@@ -42,6 +42,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("create", testCreate)
 	t.Run("hosted API", testHostedAPI)
 	t.Run("etcd backup", testEtcdBackup)
+	t.Run("etcd restore", testEtcdRestore)
 	t.Run("a node joins the hosted cluster", testNodeJoins)
 	t.Run("machines of platform Pod", testMachines)
 	t.Run("refused by the management cluster", testRefused)

@@ -32,6 +32,7 @@ import (
 // testEtcdBackup: `hypershift create etcd-backup --wait` writes a snapshot
 // of demo's etcd to a claim beside the HostedCluster (backUp).
 func testEtcdBackup(t *testing.T) {
+	hosted(t, "demo").kubectl(t, "-n", "e2e", "create", "secret", "generic", "kept", "--from-literal=answer=42")
 	backUp(t, "demo", "demo-backup")
 }
 
