@@ -170,6 +170,7 @@ func watchedKinds() []client.Object {
 		&corev1.ServiceAccount{}, &corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{},
 		&corev1.Service{}, &admissionregistrationv1.ValidatingAdmissionPolicy{},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, &coordinationv1.Lease{},
+		&hyperv1.EtcdBackup{}, &batchv1.Job{},
 	}
 }
 
