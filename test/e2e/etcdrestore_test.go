@@ -107,4 +107,3 @@ func corrupt(t *testing.T, backup string) {
 		t.Fatal(err)
 	}
 }
-
