@@ -32,7 +32,17 @@ import (
 // testEtcdBackup: `hypershift create etcd-backup --wait` writes a snapshot
 // of demo's etcd to a claim beside the HostedCluster (backUp).
 func testEtcdBackup(t *testing.T) {
-	hosted(t, "demo").kubectl(t, "-n", "e2e", "create", "secret", "generic", "kept", "--from-literal=answer=42")
+	// The story before may leave demo's kube-apiserver rolling out: the
+	// write is tried until the hosted API takes it.
+	h := hosted(t, "demo")
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "e2e", Name: "kept"}, StringData: map[string]string{"answer": "42"}}
+		_, err := h.client.CoreV1().Secrets("e2e").Create(t.Context(), secret, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
 	backUp(t, "demo", "demo-backup")
 }
 
