@@ -17,6 +17,7 @@ import (
 
 	"github.com/hypershift-le/hypershift/api/crds"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
 	"github.com/hypershift-le/hypershift/support/operatordeployment"
@@ -55,6 +56,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// InsecureRegistries are the HO's --insecure-registries.
 	InsecureRegistries []string
+	// ManagementClusterNetworks and MachineAllowedEndpoints are the HO's
+	// --management-cluster-networks and --machine-allowed-endpoints.
+	ManagementClusterNetworks, MachineAllowedEndpoints []string
 	// LogLevel is the HO's --zap-log-level; "" leaves its default (info).
 	LogLevel string
 	// LogFormat is the HO's --zap-encoder (json or console); "" leaves its
@@ -105,6 +109,9 @@ func (o Options) Validate() error {
 		if err := config.ValidateMaxConcurrentReconciles(o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("%w (0 leaves the operator's default, %d)", err, config.DefaultMaxConcurrentReconciles)
 		}
+	}
+	if _, err := render.ParseIsolation(o.ManagementClusterNetworks, o.MachineAllowedEndpoints); err != nil {
+		return err
 	}
 	if o.LogLevel != "" && !config.ValidLogLevel(o.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, error or a verbosity from 1 up", o.LogLevel)
@@ -238,6 +245,12 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 	}
 	if len(o.InsecureRegistries) > 0 {
 		args = append(args, "--insecure-registries="+strings.Join(o.InsecureRegistries, ","))
+	}
+	if len(o.ManagementClusterNetworks) > 0 {
+		args = append(args, "--management-cluster-networks="+strings.Join(o.ManagementClusterNetworks, ","))
+	}
+	if len(o.MachineAllowedEndpoints) > 0 {
+		args = append(args, "--machine-allowed-endpoints="+strings.Join(o.MachineAllowedEndpoints, ","))
 	}
 	if o.LogLevel != "" {
 		args = append(args, "--zap-log-level="+o.LogLevel)

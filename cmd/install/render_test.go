@@ -94,6 +94,9 @@ func TestRenderRefusesBadFlags(t *testing.T) {
 		{name: "when the teardown timeout is negative, it is refused", args: []string{"--teardown-timeout=-1s"}, want: "--teardown-timeout must not be negative"},
 		{name: "when the worker count is negative, it is refused", args: []string{"--max-concurrent-reconciles=-1"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got -1 (0 leaves the operator's default, 10)"},
 		{name: "when the worker count is too large, it is refused", args: []string{"--max-concurrent-reconciles=1001"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got 1001"},
+		{name: "when a management network is no CIDR, it is refused", args: []string{"--management-cluster-networks=10.0.0.0"}, want: `--management-cluster-networks: "10.0.0.0" is not an IPv4 CIDR such as 10.128.0.0/14`},
+		{name: "when machine endpoints come without management networks, they are refused", args: []string{"--machine-allowed-endpoints=10.0.0.5:5000"}, want: "--machine-allowed-endpoints needs --management-cluster-networks"},
+		{name: "when a machine endpoint has no port, it is refused", args: []string{"--management-cluster-networks=10.0.0.0/8", "--machine-allowed-endpoints=10.0.0.5"}, want: `--machine-allowed-endpoints: "10.0.0.5" is not an IPv4 address and port`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,11 +138,13 @@ func TestOperatorFlags(t *testing.T) {
 	cmd := newRenderCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--log-format=console", "--skip-flow-control", "--enable-monitoring", "--max-concurrent-reconciles=25"})
+	cmd.SetArgs([]string{"--outputs=resources", "--teardown-timeout=5m", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--log-level=debug", "--log-format=console", "--skip-flow-control", "--enable-monitoring", "--max-concurrent-reconciles=25",
+		"--management-cluster-networks=10.0.0.0/8,192.168.1.0/24", "--machine-allowed-endpoints=10.0.0.5:5000"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug", "--zap-encoder=console", "- --enable-monitoring\n", "--max-concurrent-reconciles=25"} {
+	for _, want := range []string{"--teardown-timeout=5m0s", "--insecure-registries=registry.local:5000,10.0.0.1:5000", "--zap-log-level=debug", "--zap-encoder=console", "- --enable-monitoring\n", "--max-concurrent-reconciles=25",
+		"--management-cluster-networks=10.0.0.0/8,192.168.1.0/24", "--machine-allowed-endpoints=10.0.0.5:5000"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the render lacks %q", want)
 		}
@@ -150,7 +155,8 @@ func TestOperatorFlags(t *testing.T) {
 		}
 	}
 	if args := deploymentOf(ResourceObjects(DefaultOptions())).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
-		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level") || strings.HasPrefix(a, "--zap-encoder") || strings.HasPrefix(a, "--enable-monitoring") || strings.HasPrefix(a, "--max-concurrent-reconciles")
+		return strings.HasPrefix(a, "--teardown-timeout") || strings.HasPrefix(a, "--insecure-registries") || strings.HasPrefix(a, "--zap-log-level") || strings.HasPrefix(a, "--zap-encoder") || strings.HasPrefix(a, "--enable-monitoring") || strings.HasPrefix(a, "--max-concurrent-reconciles") ||
+			strings.HasPrefix(a, "--management-cluster-networks") || strings.HasPrefix(a, "--machine-allowed-endpoints")
 	}) {
 		t.Errorf("by default the operator's own flags are set: %v", args)
 	}

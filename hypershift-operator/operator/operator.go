@@ -22,6 +22,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/leasearbiter"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/nodepool"
 	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/metricsserving"
@@ -64,6 +65,10 @@ type Options struct {
 	// MaxConcurrentReconciles is how many HostedClusters are reconciled at
 	// once.
 	MaxConcurrentReconciles int
+	// ManagementClusterNetworks and MachineAllowedEndpoints are
+	// render.Isolation's, as CIDRs and host:port.
+	ManagementClusterNetworks []string
+	MachineAllowedEndpoints   []string
 }
 
 // DefaultOptions are the flags' defaults.
@@ -94,6 +99,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace).")
 	fs.BoolVar(&o.EnableMonitoring, "enable-monitoring", o.EnableMonitoring, "Give every control-plane-operator a metrics Service and a Prometheus Operator ServiceMonitor that scrapes it over HTTPS with Prometheus's ServiceAccount token (bind the "+metricsserving.ReaderClusterRole+" ClusterRole to it). Without the ServiceMonitor CRD, HostedClusters report Monitoring=False and run on.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
+	fs.StringSliceVar(&o.ManagementClusterNetworks, "management-cluster-networks", o.ManagementClusterNetworks, "CIDRs holding every address of the management cluster (its nodes and their kubelets, pods, Services, API server and etcd). With them, every control-plane namespace gets NetworkPolicies that keep the machines of platform Pod and the hosted kube-apiserver's calls (webhooks, aggregated APIs) off them, except the hosted cluster's published endpoint; they need a pod network that enforces NetworkPolicies. Empty: none.")
+	fs.StringSliceVar(&o.MachineAllowedEndpoints, "machine-allowed-endpoints", o.MachineAllowedEndpoints, "IP:port addresses inside --management-cluster-networks that machines of platform Pod may reach all the same, such as the image registry they pull from (and the hosted API endpoint when it is published under a DNS name: only an address gets a rule of its own).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
 }
 
@@ -119,7 +126,16 @@ func (o Options) Validate() error {
 	if err := config.ValidateMaxConcurrentReconciles(o.MaxConcurrentReconciles); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := o.isolation(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// isolation parses --management-cluster-networks and
+// --machine-allowed-endpoints.
+func (o Options) isolation() (render.Isolation, error) {
+	return render.ParseIsolation(o.ManagementClusterNetworks, o.MachineAllowedEndpoints)
 }
 
 // Run runs the HO until ctx ends or it loses its Lease. With leader
@@ -161,6 +177,10 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := heartbeats.Watch(mgr); err != nil {
 		return err
 	}
+	isolation, err := o.isolation()
+	if err != nil {
+		return err
+	}
 	reconciler := &hostedcluster.Reconciler{
 		Fencing:                          fencing,
 		Probe:                            hostedcluster.ImpersonatingProbe{Config: restConfig},
@@ -175,6 +195,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		EnableMonitoring:                 o.EnableMonitoring,
 		Heartbeats:                       heartbeats,
 		MaxConcurrentReconciles:          o.MaxConcurrentReconciles,
+		Isolation:                        isolation,
 	}
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err

@@ -186,6 +186,10 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{hyperv1.GroupVersion.Group}, Resources: []string{"etcdbackups/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}},
+		// With --management-cluster-networks, two NetworkPolicies per
+		// control-plane namespace (render.NetworkPolicies), watched by
+		// label, deleted when the flag is gone.
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: readWrite},
 	}
 	own = append(own, PodPlatformControlPlaneOperatorRules()...)
 	return append(own, ClusterAPIRules()...)

@@ -2,8 +2,10 @@
 // resolved inputs, every object the hypershift-operator creates for it: the
 // control-plane namespace, the pull secret copy, the HostedControlPlane, and
 // the control-plane-operator's ServiceAccount, Role, RoleBinding,
-// auth-delegator ClusterRoleBinding and Deployment, and, with monitoring
-// on, its metrics Service and ServiceMonitor. Controllers apply what these functions return; tests compare
+// auth-delegator ClusterRoleBinding and Deployment, with monitoring on
+// its metrics Service and ServiceMonitor, and with management networks
+// the NetworkPolicies that keep the tenant's side off the management
+// cluster. Controllers apply what these functions return; tests compare
 // it with golden files.
 package render
 

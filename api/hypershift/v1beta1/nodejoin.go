@@ -30,6 +30,11 @@ const (
 	// namespace the control-plane-operator watches (it caches Secrets with
 	// this label only): its components', and the NodePools' tokens.
 	ControlPlaneComponentLabel = "hypershift.openshift.io/control-plane-component"
+	// KubeAPIServerComponent is the kube-apiserver's value of
+	// ControlPlaneComponentLabel, and KubeAPIServerPort the port its pods
+	// serve on: the hypershift-operator's NetworkPolicies select them.
+	KubeAPIServerComponent = "kube-apiserver"
+	KubeAPIServerPort      = 6443
 	// NodePoolConfigAnnotation names, on a token Secret (and on the
 	// bootstrap token installed from it), the pool config the token is for
 	// (its release and kubelet configuration): a token of an earlier

@@ -22,3 +22,7 @@ const (
 	// PodFailedReason: False, the machine's Pod ended.
 	PodFailedReason = "PodFailed"
 )
+
+// MachinePodLabel names, on a machine's Pod, its PodMachine: the
+// hypershift-operator's NetworkPolicies select the machines by it.
+const MachinePodLabel = "infrastructure.hypershift.openshift.io/pod-machine"

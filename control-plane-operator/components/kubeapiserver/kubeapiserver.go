@@ -27,11 +27,11 @@ import (
 
 const (
 	// Name names the component, its Deployment and its Service.
-	Name = "kube-apiserver"
+	Name = hyperv1.KubeAPIServerComponent
 	// ImageTag is the release payload tag of its image.
 	ImageTag = "hyperkube"
 	// Port serves the hosted cluster's API, in the pod and on the Service.
-	Port = 6443
+	Port = hyperv1.KubeAPIServerPort
 
 	highlyAvailableReplicas = 3
 )

@@ -17,7 +17,7 @@ import (
 )
 
 // MachineLabel names, on a machine's Pod, its PodMachine.
-const MachineLabel = "infrastructure.hypershift.openshift.io/pod-machine"
+const MachineLabel = infrav1.MachinePodLabel
 
 // machinePods are the labels every machine's Pod has.
 var machinePods = map[string]string{"app": "machine"}

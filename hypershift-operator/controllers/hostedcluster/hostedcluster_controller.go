@@ -44,6 +44,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
@@ -79,6 +80,10 @@ type Reconciler struct {
 	// InsecureRegistries are the registry hosts Releases reaches over
 	// plain HTTP, passed on to the control-plane-operator.
 	InsecureRegistries []string
+	// Isolation is where the management cluster's addresses are: with
+	// them, every control-plane namespace gets the NetworkPolicies of
+	// render.NetworkPolicies.
+	Isolation render.Isolation
 	// Recorder emits events on HostedClusters.
 	Recorder events.EventRecorder
 	// Clock is the time source; tests may replace it.

@@ -147,6 +147,10 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 	if err := r.deleteStaleEncryptionKeys(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Before the CPO, which runs the kube-apiserver and the machines.
+	if err := r.reconcileNetworkPolicies(ctx, s, in, applier); err != nil {
+		return ctrl.Result{}, err
+	}
 	// Fence before the CPO can run: after its RBAC, before its Deployment.
 	if err := r.reconcileFencing(ctx, s, in); err != nil {
 		return ctrl.Result{}, err

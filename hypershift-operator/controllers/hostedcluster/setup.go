@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -66,7 +67,7 @@ var clusterScopedObjects = func() labels.Selector {
 // Secrets only the copies it writes (watched for drift; reads of Secrets go
 // past the cache), of ClusterRoleBindings and Services only those it
 // creates, of DaemonSets only the machine image caches, and of
-// PodDisruptionBudgets only the CPO's. The admin kubeconfigs it copies from
+// PodDisruptionBudgets only the CPO's, of NetworkPolicies only its own. The admin kubeconfigs it copies from
 // are watched through a cache of their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
@@ -82,6 +83,7 @@ func CacheOptions() cache.Options {
 			&policyv1.PodDisruptionBudget{}: {
 				Field: fields.OneTermEqualSelector("metadata.name", hyperv1.ControlPlaneOperatorName),
 			},
+			&networkingv1.NetworkPolicy{}: {Label: labels.SelectorFromSet(labels.Set{render.NetworkPolicyLabel: "true"})},
 		},
 	}
 }
@@ -170,7 +172,7 @@ func watchedKinds() []client.Object {
 		&corev1.ServiceAccount{}, &corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{},
 		&corev1.Service{}, &admissionregistrationv1.ValidatingAdmissionPolicy{},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, &coordinationv1.Lease{},
-		&hyperv1.EtcdBackup{}, &batchv1.Job{},
+		&hyperv1.EtcdBackup{}, &batchv1.Job{}, &networkingv1.NetworkPolicy{},
 	}
 }
 
@@ -245,6 +247,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.RoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&rbacv1.ClusterRoleBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&corev1.Service{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
+		Watches(&networkingv1.NetworkPolicy{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, byAnnotation, builder.WithPredicates(inControlPlaneNamespace)).
 		// LeaderFencing on every HostedCluster follows the cluster-scoped
 		// fencing objects.
