@@ -117,6 +117,9 @@ func run(binDir, stateDir, pidFile string, keep bool, nodeCount int) error {
 		// The operators read the payloads from the registry at an address
 		// of the nodes' network, over plain HTTP.
 		"--insecure-registries=" + c.Registry.Host}
+	// The hosted clusters' machines and webhook calls may not reach the
+	// management cluster.
+	installArgs = append(installArgs, c.IsolationArgs()...)
 	if err := execute(ctx, install.NewCommand(), installArgs...); err != nil {
 		return err
 	}

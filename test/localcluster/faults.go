@@ -59,7 +59,7 @@ func (c *Cluster) Partition(ctx context.Context, namespace, name string) (heal f
 	if err != nil {
 		return nil, err
 	}
-	server := c.apiServerOnNodes()
+	server := c.APIServerOnNodes()
 	if err := node.Partition(server); err != nil {
 		return nil, err
 	}
@@ -87,8 +87,8 @@ func (c *Cluster) node(name string) *nodes.Node {
 	return nil
 }
 
-// apiServerOnNodes is the API server's host:port as the nodes reach it.
-func (c *Cluster) apiServerOnNodes() string {
+// APIServerOnNodes is the API server's host:port as the nodes reach it.
+func (c *Cluster) APIServerOnNodes() string {
 	port := ""
 	if u, err := url.Parse(c.Env.Config.Host); err == nil {
 		port = u.Port()
@@ -120,7 +120,7 @@ func (c *Cluster) PartitionNode(name string) (heal func() error, err error) {
 	if node == nil {
 		return nil, fmt.Errorf("no node %q in this cluster", name)
 	}
-	server := c.apiServerOnNodes()
+	server := c.APIServerOnNodes()
 	if err := node.PartitionWithPods(server); err != nil {
 		_ = node.HealWithPods(server) // the rules inserted before the failure
 		return nil, err

@@ -3,7 +3,8 @@
 // audit log), kube-controller-manager (the controllers of Controllers and
 // NodeControllers) and kube-scheduler, real nodes (package nodes: each a
 // kubelet with containerd in a network namespace of its own, kube-proxy,
-// pods on CNI), CoreDNS for cluster.local, a local-path provisioner, and a
+// pods on CNI, NetworkPolicies' egress rules enforced by package
+// networkpolicy), CoreDNS for cluster.local, a local-path provisioner, and a
 // registry serving two release payloads and every image the system runs,
 // built from the binaries in BinDir (package hack/images).
 package localcluster
@@ -87,8 +88,8 @@ type Cluster struct {
 	host       *nodes.Host
 	ownLock    *nodes.Lock
 	// stopApprover ends the approval of the kubelets' serving
-	// certificates.
-	stopApprover context.CancelFunc
+	// certificates, stopPolicies the enforcement of NetworkPolicies.
+	stopApprover, stopPolicies context.CancelFunc
 }
 
 // Start starts everything and returns once every node is Ready and the
@@ -152,6 +153,9 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	if c.stopApprover != nil {
 		c.stopApprover()
+	}
+	if c.stopPolicies != nil {
+		c.stopPolicies()
 	}
 	// The control plane stops first, while the nodes and their pods are
 	// there to see their connections closed: a peer whose network is gone

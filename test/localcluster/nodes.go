@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/test/networkpolicy"
 	"github.com/hypershift-le/hypershift/test/nodes"
 )
 
@@ -54,7 +58,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := c.apply(ctx, append(nodeRoleBindings(), bootstrapRoleBindings()...)...); err != nil {
 		return err
 	}
-	server := "https://" + c.apiServerOnNodes()
+	server := "https://" + c.APIServerOnNodes()
 	token, err := c.newBootstrapToken(ctx, server)
 	if err != nil {
 		return err
@@ -100,6 +104,9 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if err := c.enforceNetworkPolicies(ctx); err != nil {
+		return err
+	}
 	if err := c.apply(ctx, c.addons()...); err != nil {
 		return err
 	}
@@ -122,5 +129,48 @@ func bindClusterRole(role string, subject rbacv1.Subject) client.Object {
 		ObjectMeta: metav1.ObjectMeta{Name: "localcluster:" + role},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{subject},
+	}
+}
+
+// enforceNetworkPolicies keeps the egress rules of the cluster's
+// NetworkPolicies on its nodes (package networkpolicy: the CNI bridge
+// plugin enforces none) until Stop, and returns once the first rules are
+// in place.
+func (c *Cluster) enforceNetworkPolicies(ctx context.Context) error {
+	e := &networkpolicy.Enforcer{Config: c.Env.Config, Nodes: map[string]string{}}
+	for _, n := range c.Nodes {
+		e.Nodes[n.Name] = n.Namespace
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	c.stopPolicies = stop
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+	select {
+	case <-e.Synced():
+		return nil
+	case err := <-done:
+		return fmt.Errorf("failed to enforce NetworkPolicies on the nodes: %w", err)
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the nodes' NetworkPolicy rules were not in place after a minute: %v", e.LastError())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// IsolationArgs are the hypershift-operator's flags (hypershift install's)
+// that isolate the hosted clusters from this management cluster: the
+// host's address (the API server, etcd, the registry), the nodes'
+// addresses (their kubelets) and pod subnets, the Service range, and the
+// registry the machines pull from. Nodes joined to hosted clusters
+// (JoinNode) share the nodes' subnet but are the hosted clusters', not
+// the management cluster's: their addresses are not in the list.
+func (c *Cluster) IsolationArgs() []string {
+	networks := []string{netip.PrefixFrom(nodes.DefaultNetwork.HostAddress(), 32).String(), nodes.ServiceRange}
+	for _, n := range c.Nodes {
+		networks = append(networks, n.Address+"/32", n.PodCIDR.String())
+	}
+	return []string{
+		"--management-cluster-networks=" + strings.Join(networks, ","),
+		"--machine-allowed-endpoints=" + c.Registry.Host,
 	}
 }

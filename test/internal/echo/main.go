@@ -5,7 +5,9 @@
 // kube-proxy, then exits, as a server that loses no request when its pod
 // is evicted does); `echo connect ADDRESS` prints the answer of the
 // server there (ADDRESS may name a Service: the pod's DNS resolves it),
-// retrying for up to 30 seconds, and fails when none came; `echo append
+// retrying for up to 30 seconds, and fails when none came; `echo dial
+// ADDRESS,...` tries one TCP connection to each (3 s at most) and prints
+// "ADDRESS: connected" or "ADDRESS: " and the error; `echo append
 // FILE` appends "written by HOSTNAME" to FILE and prints what FILE holds.
 package main
 
@@ -16,13 +18,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS | echo append FILE")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS | echo dial ADDRESS,... | echo append FILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -30,10 +33,12 @@ func main() {
 		serve(os.Args[2])
 	case "connect":
 		connect(os.Args[2])
+	case "dial":
+		dial(strings.Split(os.Args[2], ","))
 	case "append":
 		appendTo(os.Args[2])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS | echo append FILE")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|connect ADDRESS | echo dial ADDRESS,... | echo append FILE")
 		os.Exit(2)
 	}
 }
@@ -89,6 +94,18 @@ func connect(address string) {
 			os.Exit(1)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func dial(addresses []string) {
+	for _, address := range addresses {
+		conn, err := net.DialTimeout("tcp", address, 3*time.Second)
+		if err != nil {
+			fmt.Printf("%s: %v\n", address, err)
+			continue
+		}
+		_ = conn.Close()
+		fmt.Printf("%s: connected\n", address)
 	}
 }
 
