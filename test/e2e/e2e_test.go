@@ -31,9 +31,10 @@ import (
 
 func installOperator(t *testing.T, image string, extra ...string) {
 	t.Helper()
-	execute(t, install.NewCommand(), append([]string{"--hypershift-image=" + image, "--wait-until-available", "--timeout=3m",
+	args := append([]string{"--hypershift-image=" + image, "--wait-until-available", "--timeout=3m",
 		"--insecure-registries=" + lc.Registry.Host,
-		"--cpo-leader-elect-lease-duration=10s", "--cpo-leader-elect-renew-deadline=7s", "--cpo-leader-elect-retry-period=2s"}, extra...)...)
+		"--cpo-leader-elect-lease-duration=10s", "--cpo-leader-elect-renew-deadline=7s", "--cpo-leader-elect-retry-period=2s"}, lc.IsolationArgs()...)
+	execute(t, install.NewCommand(), append(args, extra...)...)
 }
 
 // TestEndToEnd runs the stories in order on one local cluster.

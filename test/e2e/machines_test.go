@@ -67,6 +67,9 @@ func testMachines(t *testing.T) {
 		testMachineNodes(t, hc, 2)
 	})
 	nodePort := startWeb(t, h, hc)
+	t.Run("the machines and the hosted kube-apiserver reach the management cluster only through the published endpoint", func(t *testing.T) {
+		testIsolation(t, h, hc)
+	})
 	t.Run("the pool scales up", func(t *testing.T) {
 		testScaleUp(t, hc, pool)
 	})
