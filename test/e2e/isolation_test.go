@@ -85,7 +85,7 @@ func testIsolation(t *testing.T, h *hostedCluster, hosted client.Client) {
 	dial := func(c client.Client, namespace, name string) map[string]string {
 		p := pods.New(namespace, name, "", echo, "/usr/bin/echo", "dial", strings.Join(targets, ","))
 		p.Spec.AutomountServiceAccountToken = ptr.To(false)
-		p = pods.Run(t, c, p, corev1.PodSucceeded)
+		pods.Run(t, c, p, corev1.PodSucceeded)
 		out := map[string]string{}
 		var log string
 		if c == hosted {

@@ -151,7 +151,11 @@ func (c *Cluster) enforceNetworkPolicies(ctx context.Context) error {
 	case err := <-done:
 		return fmt.Errorf("failed to enforce NetworkPolicies on the nodes: %w", err)
 	case <-time.After(time.Minute):
-		return fmt.Errorf("the nodes' NetworkPolicy rules were not in place after a minute: %v", e.LastError())
+		err := e.LastError()
+		if err == nil {
+			err = errors.New("none applied yet")
+		}
+		return fmt.Errorf("the nodes' NetworkPolicy rules were not in place after a minute: %w", err)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

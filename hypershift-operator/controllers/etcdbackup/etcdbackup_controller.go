@@ -439,11 +439,6 @@ func (r *Reconciler) cleanUp(ctx context.Context, backup *hyperv1.EtcdBackup, co
 	return nil
 }
 
-// jobPods lists a Job's pods past the cache, which holds none.
-func (r *Reconciler) jobPods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
-	return JobPods(ctx, r.APIReader, job)
-}
-
 // terminationMessage is TerminationMessage, read past the cache.
 func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
 	return TerminationMessage(ctx, r.APIReader, job)

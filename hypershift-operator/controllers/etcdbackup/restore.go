@@ -14,8 +14,8 @@ import (
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 )
 
-// TransferURLKey, in the transfer a restoring cluster's members mount,
-// holds the snapshot's URL (the etcdsnapshot package's name).
+// TransferURLKey is the key that holds the snapshot's URL in the transfer
+// a restoring cluster's members mount (the etcdsnapshot package's name).
 const TransferURLKey = "url"
 
 // RestoreJobName names the Job, beside a HostedCluster created from an

@@ -85,7 +85,7 @@ func TestNetworkPolicies(t *testing.T) {
 		c.touch(t, touches)
 		for _, name := range []string{render.MachinesEgressPolicyName, render.KubeAPIServerEgressPolicyName} {
 			if _, err := get(name); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("NetworkPolicy %s is still there (%v)", name, err)
+				return fmt.Errorf("NetworkPolicy %s is still there (%w)", name, err)
 			}
 		}
 		return nil
