@@ -51,6 +51,10 @@ const (
 	ChainPrefix = "HS-NP-"
 )
 
+// repliesRule, first in Chain, lets the packets of allowed connections
+// pass.
+const repliesRule = "-m conntrack --ctstate ESTABLISHED,RELATED -j RETURN"
+
 // Cluster is what the rules derive from.
 type Cluster struct {
 	Policies   []networkingv1.NetworkPolicy
@@ -104,7 +108,7 @@ func Rules(c Cluster) (map[string]NodeRules, error) {
 		}
 		node := out[pod.Spec.NodeName]
 		if node.Chains == nil {
-			node.Chains = map[string][]string{Chain: {"-m conntrack --ctstate ESTABLISHED,RELATED -j RETURN"}}
+			node.Chains = map[string][]string{Chain: {repliesRule}}
 		}
 		podChain := chainName(pod.Namespace + "/" + pod.Name)
 		node.Chains[Chain] = append(node.Chains[Chain], fmt.Sprintf("-s %s/32 -j %s", ip, podChain))
@@ -361,7 +365,7 @@ func Restore(rules NodeRules, stale []string) string {
 	for _, name := range names {
 		specs := rules.Chains[name]
 		if name == Chain && len(specs) == 0 {
-			specs = []string{"-m conntrack --ctstate ESTABLISHED,RELATED -j RETURN"}
+			specs = []string{repliesRule}
 		}
 		for _, spec := range specs {
 			fmt.Fprintf(&b, "-A %s %s\n", name, spec)

@@ -201,8 +201,8 @@ func (r *Reconciler) step(ctx context.Context, backup *hyperv1.EtcdBackup, contr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if jobFailed(serve) {
-		failed(backup, "taking the snapshot failed: "+r.terminationMessage(ctx, serve))
+	if JobFailed(serve) {
+		failed(backup, "taking the snapshot failed: "+TerminationMessage(ctx, r.APIReader, serve))
 		return ctrl.Result{}, nil
 	}
 
@@ -215,8 +215,8 @@ func (r *Reconciler) step(ctx context.Context, backup *hyperv1.EtcdBackup, contr
 		return ctrl.Result{}, err
 	}
 	switch {
-	case jobFailed(receive):
-		failed(backup, fmt.Sprintf("writing the snapshot to PersistentVolumeClaim %s failed: %s", claim, r.terminationMessage(ctx, receive)))
+	case JobFailed(receive):
+		failed(backup, fmt.Sprintf("writing the snapshot to PersistentVolumeClaim %s failed: %s", claim, TerminationMessage(ctx, r.APIReader, receive)))
 	case jobSucceeded(receive):
 		return ctrl.Result{}, r.complete(ctx, backup, receive)
 	default:
@@ -374,7 +374,7 @@ type snapshotInfo struct {
 // complete records the written snapshot from the receiver's termination
 // message.
 func (r *Reconciler) complete(ctx context.Context, backup *hyperv1.EtcdBackup, receive *batchv1.Job) error {
-	message := r.terminationMessage(ctx, receive)
+	message := TerminationMessage(ctx, r.APIReader, receive)
 	var info snapshotInfo
 	if err := json.Unmarshal([]byte(message), &info); err != nil || info.SHA256 == "" || info.Size <= 0 {
 		failed(backup, fmt.Sprintf("the snapshot was written but the writer's report cannot be read (%q); its checksum is unknown, so it cannot be restored from", message))
@@ -439,11 +439,6 @@ func (r *Reconciler) cleanUp(ctx context.Context, backup *hyperv1.EtcdBackup, co
 	return nil
 }
 
-// terminationMessage is TerminationMessage, read past the cache.
-func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
-	return TerminationMessage(ctx, r.APIReader, job)
-}
-
 // JobPods lists a Job's pods through reader.
 func JobPods(ctx context.Context, reader client.Reader, job *batchv1.Job) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
@@ -494,10 +489,8 @@ func ReadyPodAddress(ctx context.Context, reader client.Reader, job *batchv1.Job
 	return "", nil
 }
 
-// JobFailed and JobSucceeded report the Job's end.
-func JobFailed(job *batchv1.Job) bool { return jobFailed(job) }
-
-func jobFailed(job *batchv1.Job) bool    { return jobCondition(job, batchv1.JobFailed) }
+// JobFailed reports whether the Job ended in failure.
+func JobFailed(job *batchv1.Job) bool    { return jobCondition(job, batchv1.JobFailed) }
 func jobSucceeded(job *batchv1.Job) bool { return jobCondition(job, batchv1.JobComplete) }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {

@@ -175,7 +175,7 @@ func TestEtcdBackupFailureIsFinal(t *testing.T) {
 	reconcile()
 	serve := getJob(t, controlPlane, JobName("broken"))
 	finish(t, jobPod(t, serve), 1, "failed to take the snapshot from https://172.30.0.10:2379: context deadline exceeded")
-	eventually(t, "the serve Job fails", func() bool { return jobFailed(getJob(t, controlPlane, JobName("broken"))) })
+	eventually(t, "the serve Job fails", func() bool { return JobFailed(getJob(t, controlPlane, JobName("broken"))) })
 	reconcile()
 	expectCondition(t, backup, metav1.ConditionFalse, hyperv1.EtcdBackupFailedReason,
 		"taking the snapshot failed: failed to take the snapshot from https://172.30.0.10:2379: context deadline exceeded")

@@ -66,9 +66,10 @@ var clusterScopedObjects = func() labels.Selector {
 // control-plane namespaces, only the CPO Lease of each namespace, of
 // Secrets only the copies it writes (watched for drift; reads of Secrets go
 // past the cache), of ClusterRoleBindings and Services only those it
-// creates, of DaemonSets only the machine image caches, and of
-// PodDisruptionBudgets only the CPO's, of NetworkPolicies only its own. The admin kubeconfigs it copies from
-// are watched through a cache of their own (kubeconfigSources).
+// creates, of DaemonSets only the machine image caches, of
+// PodDisruptionBudgets only the CPO's, and of NetworkPolicies only its
+// own. The admin kubeconfigs it copies from are watched through a cache of
+// their own (kubeconfigSources).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
