@@ -210,7 +210,7 @@ bench-election: testbin ## Measure Lease traffic, handover and takeover of our e
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/election
 
 .PHONY: bench-scale
-bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-operator, and 1,000 electors, on one API server; writes docs/benchmarks.md.
+bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-operator, 1,000 electors, and the fencing policy's cost per write at 1,000 and 10,000 namespaces, on one API server; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale
 
 CHAOS ?= 20m

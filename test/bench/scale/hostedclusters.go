@@ -102,6 +102,10 @@ type hcRun struct {
 	// cpuAt are the HO's CPU time at the first create, at the start of the
 	// quiet window and at its end.
 	cpuAtFirstCreate, cpuAtQuietStart, cpuAtQuietEnd time.Duration
+	// apiServerPID is the management kube-apiserver's process; apiCPUAt
+	// its CPU time at the first create and once converged.
+	apiServerPID                            int
+	apiCPUAtFirstCreate, apiCPUAtQuietStart time.Duration
 }
 
 // hostedClusters runs the hostedclusters part: see the package comment.

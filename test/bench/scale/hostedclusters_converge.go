@@ -69,6 +69,14 @@ func (r *hcRun) converge(ctx context.Context, creators int, every, timeout time.
 	if r.cpuAtFirstCreate, err = r.ho.cpuTime(); err != nil {
 		return fmt.Errorf("failed to read the hypershift-operator's CPU time: %w", err)
 	}
+	apiserver, err := r.env.Process("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	r.apiServerPID = apiserver.Pid
+	if r.apiCPUAtFirstCreate, err = procCPUTime(r.apiServerPID); err != nil {
+		return fmt.Errorf("failed to read the kube-apiserver's CPU time: %w", err)
+	}
 	r.firstCreate = time.Now()
 	go func() { createDone <- r.create(ctx, creators, &created) }()
 	ticker := time.NewTicker(every)
@@ -278,6 +286,9 @@ func (r *hcRun) quiet(ctx context.Context, window time.Duration) error {
 	var err error
 	if r.cpuAtQuietStart, err = r.ho.cpuTime(); err != nil {
 		return fmt.Errorf("failed to read the hypershift-operator's CPU time: %w", err)
+	}
+	if r.apiCPUAtQuietStart, err = procCPUTime(r.apiServerPID); err != nil {
+		return fmt.Errorf("failed to read the kube-apiserver's CPU time: %w", err)
 	}
 	r.quietStart = time.Now()
 	end := r.quietStart.Add(window)

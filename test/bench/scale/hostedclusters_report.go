@@ -85,6 +85,7 @@ func (res *hcResult) markdown(o hcOptions) string {
 	row("… answered outside 2xx", c.failedSummary())
 	row("… its own election Lease writes among them", fmt.Sprint(res.convergingElection))
 	row("hypershift-operator CPU time while converging", res.convergingCPU())
+	row("management kube-apiserver CPU time while converging (every client's requests, this benchmark's polls among them)", res.apiServerCPU())
 	row("reconciles while converging (controller metrics)", fmt.Sprintf("%s, %.2f per HostedCluster, %.0f errors",
 		thousands(int(res.reconciles(res.settledMetrics, ""))), res.reconciles(res.settledMetrics, "")/res.n(), res.reconciles(res.settledMetrics, "error")))
 	verdict := "0/min, as required"

@@ -123,6 +123,14 @@ func (res *hcResult) convergingCPU() string {
 	return cpuShare(r.cpuAtQuietStart-r.cpuAtFirstCreate, r.quietStart.Sub(r.firstCreate))
 }
 
+// apiServerCPU is the management kube-apiserver's CPU time from the first
+// create until converged (every request counts, the benchmark's polls
+// among them), and its share of that time.
+func (res *hcResult) apiServerCPU() string {
+	r := res.run
+	return cpuShare(r.apiCPUAtQuietStart-r.apiCPUAtFirstCreate, r.quietStart.Sub(r.firstCreate))
+}
+
 // quietCPU is the HO's CPU time in the quiet window, and its share of it.
 func (res *hcResult) quietCPU() string {
 	r := res.run

@@ -37,6 +37,12 @@
 // three anchor timings (leaders/RetryPeriod writes and
 // followers/RetryPeriod reads per second), and the process's memory.
 //
+// The fencebindings part (fencebindings.go) measures the management API
+// server's CPU time per namespaced write with the fencing policy bound once
+// per control-plane namespace, as the operator does, against no binding
+// and against one binding for every namespace, for each of
+// -fencebindings-namespaces (1,000 and 10,000 by default).
+//
 // A part is added to the parts list in main.go, with its flags and code in
 // a file or package of its own, and gets the same API server after the
 // parts before it (which stop what they started, and leave their objects).
@@ -97,6 +103,12 @@ var parts = []part{
 		run: func(ctx context.Context, env *testenv.Env) (string, error) {
 			return electorload.Run(ctx, env, *electors, *electorsWindow)
 		},
+	},
+	{
+		name:    "fencebindings",
+		section: "scale-fencebindings",
+		title:   "Scale: what fencing costs the management API server per write",
+		run:     fenceBindings,
 	},
 }
 

@@ -110,8 +110,12 @@ const clockTicks = 100
 
 // cpuTime reads the CPU time (user and system) the process has used so far
 // from /proc/<pid>/stat.
-func (p *process) cpuTime() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+func (p *process) cpuTime() (time.Duration, error) { return procCPUTime(p.PID()) }
+
+// procCPUTime reads the CPU time (user and system) process pid has used so
+// far from /proc/<pid>/stat.
+func procCPUTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -120,13 +124,13 @@ func (p *process) cpuTime() (time.Duration, error) {
 	fields := strings.Fields(string(data)[i+1:])
 	// utime and stime are fields 14 and 15 of the line, 12 and 13 after ")".
 	if i < 0 || len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.PID(), data)
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
 	}
 	var ticks int64
 	for _, f := range fields[11:13] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", p.PID(), data)
+			return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
 		}
 		ticks += n
 	}
