@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 )
@@ -18,7 +19,14 @@ import (
 // those a former configuration left (read from the cache: a pass that
 // finds none writes nothing).
 func (r *Reconciler) reconcileNetworkPolicies(ctx context.Context, s *scope, in render.Inputs, applier apply.Applier) error {
-	policies := render.NetworkPolicies(in, r.Isolation, s.original.Status.ControlPlaneEndpoint)
+	var endpoint *hyperv1.APIEndpoint
+	if len(r.Isolation.ManagementNetworks) > 0 {
+		var err error
+		if endpoint, err = r.publishedEndpoint(ctx, s); err != nil {
+			return err
+		}
+	}
+	policies := render.NetworkPolicies(in, r.Isolation, endpoint)
 	for _, p := range policies {
 		if _, err := applier.Apply(ctx, p); err != nil {
 			return refusedOr(s, err)
@@ -40,4 +48,22 @@ func (r *Reconciler) reconcileNetworkPolicies(ctx context.Context, s *scope, in 
 		}
 	}
 	return nil
+}
+
+// publishedEndpoint is the endpoint the control-plane-operator published
+// on the HostedControlPlane (from the cache), or the one the HostedCluster's
+// status last reported while there is none. Not only the latter: the HO
+// copies the endpoint into the status at the end of the pass that sees it
+// published, and its own status writes start no pass, so a policy rendered
+// from the status alone would wait for an unrelated change.
+func (r *Reconciler) publishedEndpoint(ctx context.Context, s *scope) (*hyperv1.APIEndpoint, error) {
+	hcp := &hyperv1.HostedControlPlane{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.hc.Name}, hcp)
+	switch {
+	case err == nil && hcp.Status.ControlPlaneEndpoint != nil:
+		return hcp.Status.ControlPlaneEndpoint, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("failed to get HostedControlPlane %s/%s: %w", s.namespace, s.hc.Name, err)
+	}
+	return s.original.Status.ControlPlaneEndpoint, nil
 }
