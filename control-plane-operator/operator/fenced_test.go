@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -68,6 +69,12 @@ func TestEveryFencedWriteIsCounted(t *testing.T) {
 	decoy := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "decoy"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone-else")},
+	}
+	// The fencing policy judges control-plane namespaces only.
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := env.Client.Patch(t.Context(), namespace, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"`+hyperv1.HostedControlPlaneLabel+`":"true"}}}`))); err != nil {
+		t.Fatal(err)
 	}
 	binding := render.FencingBindingFor(ns, "clusters/demo")
 	binding.Spec.ParamRef.Name = decoy.Name

@@ -337,3 +337,26 @@ func TestFencing(t *testing.T) {
 		}
 	})
 }
+
+// TestFenceJudgesControlPlaneNamespacesOnly: the policy's constraints select
+// namespaces labelled as control-plane namespaces, so that the API server
+// matches its bindings (one per control-plane namespace, each costing every
+// matched request a selector parse) only for writes there, not for every
+// namespaced write on the management cluster. A namespace without the
+// label is not judged even with a binding naming it; the HO keeps the label
+// on the namespaces it owns, and no CPO Role can change a Namespace.
+func TestFenceJudgesControlPlaneNamespacesOnly(t *testing.T) {
+	ns := controlPlane(t, ptr.To("cpo-a"))
+	nonHolder := asPod(t, ns, "cpo-b")
+	denied(t, nonHolder, ns)
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := env.Client.Patch(t.Context(), namespace, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"`+hyperv1.HostedControlPlaneLabel+`":null}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitSuccess(t, func() error {
+		return nonHolder.Create(t.Context(), service(ns, fmt.Sprintf("elsewhere-%d", time.Now().UnixNano())))
+	}); err != nil {
+		t.Fatalf("a write in a namespace that is not a control-plane namespace is still judged: %v", err)
+	}
+}
