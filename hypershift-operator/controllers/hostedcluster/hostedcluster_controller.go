@@ -176,6 +176,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.computeStatus(ctx, s)
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
+		} else if restoredThisPass(s) {
+			// The restore's clean-up runs in a pass that starts from this
+			// status, and the HO's own status writes start no pass.
+			result = earliest(result, ctrl.Result{RequeueAfter: time.Second})
 		}
 	}()
 

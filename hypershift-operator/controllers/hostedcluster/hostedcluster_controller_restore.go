@@ -183,6 +183,14 @@ func (r *Reconciler) cleanUpRestore(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// restoredThisPass reports whether this pass's status is the first to say
+// the restore is done (cleanUpRestore waits for a pass that starts from it).
+func restoredThisPass(s *scope) bool {
+	return s.hc.Spec.Etcd.RestoreFrom != nil &&
+		!meta.IsStatusConditionTrue(s.original.Status.Conditions, hyperv1.EtcdSnapshotRestored) &&
+		meta.IsStatusConditionTrue(s.hc.Status.Conditions, hyperv1.EtcdSnapshotRestored)
+}
+
 // setRestore shows a restore under way, and its end once the cluster is
 // available. A restore that stopped the pass shows through setBlocked.
 func setRestore(s *scope) {
