@@ -348,7 +348,9 @@ func TestFencing(t *testing.T) {
 func TestFenceJudgesControlPlaneNamespacesOnly(t *testing.T) {
 	ns := controlPlane(t, ptr.To("cpo-a"))
 	nonHolder := asPod(t, ns, "cpo-b")
-	denied(t, nonHolder, ns)
+	if err := denied(t, nonHolder, ns); !strings.Contains(err.Error(), "does not hold Lease") {
+		t.Fatalf("the non-holder was refused with %v, want the fence's refusal", err)
+	}
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := env.Client.Patch(t.Context(), namespace, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"`+hyperv1.HostedControlPlaneLabel+`":null}}}`))); err != nil {
