@@ -76,7 +76,7 @@ func TestEveryFencedWriteIsCounted(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"`+hyperv1.HostedControlPlaneLabel+`":"true"}}}`))); err != nil {
 		t.Fatal(err)
 	}
-	binding := render.FencingBindingFor(ns, "clusters/demo")
+	binding := render.NamespaceFencingBinding(ns, "clusters/demo")
 	binding.Spec.ParamRef.Name = decoy.Name
 	sa := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "control-plane-operator-sa"},

@@ -138,8 +138,9 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: applied},
 		// The fencing policies (patched by name: never
 		// ClusterRoleBindingPolicyName, which confines this ClusterRole and
-		// which no admission policy can protect) and their bindings, one per
-		// control-plane namespace (which RBAC cannot narrow).
+		// which no admission policy can protect) and their bindings: the
+		// shared ones, and those of one namespace each that earlier
+		// versions applied and this one deletes (which RBAC cannot narrow).
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{"get", "list", "watch", "create"}},
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{"patch"}, ResourceNames: FencingPolicyNames},
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicybindings"}, Verbs: readWrite},

@@ -18,11 +18,22 @@ import (
 // on the child behaving.
 //
 // The design is one cluster-scoped ValidatingAdmissionPolicy, whose param is
-// a Lease, and one binding per control-plane namespace, whose paramRef names
-// the CPO Lease and leaves the namespace to the request's. One policy keeps
-// the rule in one place (a fix reaches every cluster at once); a binding per
-// namespace lets the hypershift-operator switch fencing per HostedCluster,
-// report it in that cluster's status, and remove it with the cluster.
+// a Lease, and one binding, whose paramRef names the CPO Lease and leaves
+// the namespace to the request's, selecting the namespaces labelled
+// hypershift.openshift.io/leader-fencing (LeaderFencingLabel). One policy
+// keeps the rule in one place (a fix reaches every cluster at once); one
+// binding keeps what the API server pays per write flat: it matches every
+// binding of a policy against every request the policy matches, parsing
+// each binding's selector again (about 7 us a binding, make bench-scale),
+// so a binding per namespace made every write in a control-plane namespace
+// cost 7 ms more at 1,000 hosted clusters. The label keeps the switch per
+// HostedCluster: the hypershift-operator sets it on the control-plane
+// namespaces it fences and drops it from those it does not (fencing
+// disabled), and reports each cluster's fence in its status.
+//
+// Versions before bound the policy once per control-plane namespace
+// (NamespaceFencingBinding); the hypershift-operator deletes such a binding
+// once it has seen the fence hold with the shared one in place.
 //
 // What the policy decides, for a create, update or delete of anything but a
 // Lease, by the user system:serviceaccount:<ns>:control-plane-operator in
@@ -98,10 +109,11 @@ func leaderFencingPolicy(name, serviceAccount, holds, marker string) *admissionr
 				}}},
 				// Only control-plane namespaces: the API server matches a
 				// policy's constraints once per request, and only then each
-				// of its bindings (one per control-plane namespace, each
-				// selector parsed again per request: about 7 us a binding,
-				// make bench-scale), so that writes elsewhere on the
-				// management cluster do not pay for every hosted cluster.
+				// of its bindings (each selector parsed again per request:
+				// about 7 us a binding, make bench-scale, which the
+				// per-namespace bindings of earlier versions multiplied by
+				// the hosted clusters), so that writes elsewhere on the
+				// management cluster pay for none.
 				// The HO keeps the label on the namespaces it owns; the
 				// CPO's and cluster-api's Roles cannot change Namespaces.
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
@@ -150,31 +162,47 @@ func FencedHolder(message string) (string, bool) {
 // noHolder stands for an empty holder in denial messages.
 const noHolder = "<none>"
 
-// FencingBindingName names the binding of one control-plane namespace.
-func FencingBindingName(namespace string) string {
+// FencingBindingName names the binding of the fencing policy to every
+// fenced control-plane namespace.
+const FencingBindingName = FencingPolicyName
+
+// LeaderFencingLabel marks the control-plane namespaces the fencing
+// bindings select (hyperv1.LeaderFencingLabel).
+const LeaderFencingLabel = hyperv1.LeaderFencingLabel
+
+// FencingBinding binds the fencing policy to every namespace labelled
+// LeaderFencingLabel, with the CPO Lease of the request's namespace as its
+// param.
+func FencingBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return leaderFencingBinding(FencingBindingName, FencingPolicyName, hyperv1.ControlPlaneOperatorLeaseName,
+		map[string]string{LeaderFencingLabel: "true"}, nil)
+}
+
+// NamespaceFencingBindingName names the binding of the fencing policy to
+// namespace alone.
+func NamespaceFencingBindingName(namespace string) string {
 	return "control-plane-operator-fencing." + namespace
 }
 
-// FencingBinding binds the policy to the control-plane namespace, with the
-// CPO Lease of the request's namespace as its param.
-func FencingBinding(in Inputs) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return FencingBindingFor(in.Namespace(), ClusterKey(in.HostedCluster))
+// NamespaceFencingBinding binds the fencing policy to namespace ns alone,
+// annotated with the HostedCluster key it serves: what versions before the
+// shared binding applied per control-plane namespace (the
+// hypershift-operator deletes those it finds), and what tests use to fence
+// a namespace by itself.
+func NamespaceFencingBinding(ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return leaderFencingBinding(NamespaceFencingBindingName(ns), FencingPolicyName, hyperv1.ControlPlaneOperatorLeaseName,
+		map[string]string{"kubernetes.io/metadata.name": ns}, map[string]string{hyperv1.ClusterAnnotation: clusterKey})
 }
 
-// FencingBindingFor binds the policy to namespace ns, annotated with the
-// HostedCluster key it serves.
-func FencingBindingFor(ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return leaderFencingBinding(FencingBindingName(ns), FencingPolicyName, hyperv1.ControlPlaneOperatorLeaseName, ns, clusterKey)
-}
-
-// leaderFencingBinding binds policy to namespace ns, with the Lease
-// leaseName of the request's namespace as its param.
-func leaderFencingBinding(name, policy, leaseName, ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+// leaderFencingBinding binds policy to the namespaces whose labels match
+// namespaceLabels, with the Lease leaseName of the request's namespace as
+// its param.
+func leaderFencingBinding(name, policy, leaseName string, namespaceLabels, annotations map[string]string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta: metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{hyperv1.ClusterAnnotation: clusterKey},
+			Annotations: annotations,
 		},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: policy,
@@ -184,7 +212,7 @@ func leaderFencingBinding(name, policy, leaseName, ns, clusterKey string) *admis
 			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: namespaceLabels},
 			},
 		},
 	}
@@ -264,13 +292,14 @@ func LeaseGuardBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBindi
 // an API server restart clears it.
 //
 // The rule that keeps it from happening: while the hypershift-operator is
-// installed, two policies with a Lease param each keep a binding, so the
+// installed, policies with a Lease param each keep a binding, so the
 // informer is never without a user. One is the fencing policy itself, bound
 // also to the operator's own namespace with the operator's own Lease as its
 // param (that namespace is not a control-plane namespace, so it judges
-// nothing); the
-// other is KeepAlivePolicy, which exists only for this. Deleting one of
-// them leaves the other; the operator re-creates it within moments.
+// nothing); another is KeepAlivePolicy, which exists only for this; the
+// cluster-api fencing policy, whose shared binding exists whether or not a
+// cluster of platform Pod does, is a third. Deleting one of them leaves the
+// others; the operator re-creates it within moments.
 
 // KeepAliveName names the keep-alive policy and the bindings that keep the
 // Lease param informer alive.

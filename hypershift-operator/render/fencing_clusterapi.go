@@ -10,8 +10,8 @@ import (
 
 // The cluster-api manager of a HostedCluster of platform Pod is fenced as
 // the control-plane-operator is: a policy of its own, whose param is the
-// manager's Lease, bound per control-plane namespace; the Lease exists
-// before the manager's Deployment and the Lease guard keeps it there (see
+// manager's Lease, bound (as the CPO's) to every fenced control-plane
+// namespace; the Lease exists before the manager's Deployment and the Lease guard keeps it there (see
 // the fencing comment in fencing.go).
 //
 // One difference: cluster-api's manager is elected by controller-runtime,
@@ -37,20 +37,29 @@ func ClusterAPIFencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolic
 	return leaderFencingPolicy(ClusterAPIFencingPolicyName, hyperv1.ClusterAPIName, holds, ClusterAPIFencingMessageMarker)
 }
 
-// ClusterAPIFencingBindingName names the binding of one control-plane
-// namespace.
-func ClusterAPIFencingBindingName(namespace string) string {
+// ClusterAPIFencingBindingName names the binding of ClusterAPIFencingPolicy
+// to every fenced control-plane namespace.
+const ClusterAPIFencingBindingName = ClusterAPIFencingPolicyName
+
+// ClusterAPIFencingBinding binds ClusterAPIFencingPolicy to every namespace
+// labelled LeaderFencingLabel, with the cluster-api manager's Lease as its
+// param. A namespace without that Lease (a platform other than Pod) is not
+// judged: its param is not found, and no cluster-api manager runs there.
+func ClusterAPIFencingBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return leaderFencingBinding(ClusterAPIFencingBindingName, ClusterAPIFencingPolicyName, hyperv1.ClusterAPILeaseName,
+		map[string]string{LeaderFencingLabel: "true"}, nil)
+}
+
+// NamespaceClusterAPIFencingBindingName names the binding of
+// ClusterAPIFencingPolicy to namespace alone.
+func NamespaceClusterAPIFencingBindingName(namespace string) string {
 	return "cluster-api-fencing." + namespace
 }
 
-// ClusterAPIFencingBinding binds ClusterAPIFencingPolicy to the control-plane
-// namespace, with the cluster-api manager's Lease as its param.
-func ClusterAPIFencingBinding(in Inputs) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return ClusterAPIFencingBindingFor(in.Namespace(), ClusterKey(in.HostedCluster))
-}
-
-// ClusterAPIFencingBindingFor binds ClusterAPIFencingPolicy to namespace
-// ns, annotated with the HostedCluster key it serves.
-func ClusterAPIFencingBindingFor(ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return leaderFencingBinding(ClusterAPIFencingBindingName(ns), ClusterAPIFencingPolicyName, hyperv1.ClusterAPILeaseName, ns, clusterKey)
+// NamespaceClusterAPIFencingBinding binds ClusterAPIFencingPolicy to
+// namespace ns alone, annotated with the HostedCluster key it serves (see
+// NamespaceFencingBinding).
+func NamespaceClusterAPIFencingBinding(ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return leaderFencingBinding(NamespaceClusterAPIFencingBindingName(ns), ClusterAPIFencingPolicyName, hyperv1.ClusterAPILeaseName,
+		map[string]string{"kubernetes.io/metadata.name": ns}, map[string]string{hyperv1.ClusterAnnotation: clusterKey})
 }

@@ -11,7 +11,8 @@ import (
 // Security "restricted" enforced, audited and warned. On platform Pod it
 // holds the machines, privileged Pods each (a node runs containers): Pod
 // Security "privileged" is enforced there, and "restricted" still audited
-// and warned, so that the audit log names every Pod beyond it.
+// and warned, so that the audit log names every Pod beyond it. Labelled
+// LeaderFencingLabel when the HO fences it (in.Fenced).
 func Namespace(in Inputs) *corev1.Namespace {
 	meta := in.objectMeta(in.Namespace())
 	meta.Namespace = ""
@@ -27,6 +28,9 @@ func Namespace(in Inputs) *corev1.Namespace {
 		"pod-security.kubernetes.io/audit-version":   "latest",
 		"pod-security.kubernetes.io/warn":            "restricted",
 		"pod-security.kubernetes.io/warn-version":    "latest",
+	}
+	if in.Fenced {
+		meta.Labels[LeaderFencingLabel] = "true"
 	}
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},

@@ -56,6 +56,9 @@ type Inputs struct {
 	// EtcdRestoreSecrets copies it into the control-plane namespace. Nil
 	// otherwise.
 	EtcdRestore *EtcdRestore
+	// Fenced says the HO fences this control plane: its namespace carries
+	// LeaderFencingLabel, which the fencing bindings select.
+	Fenced bool
 }
 
 // EtcdRestore is what a restoring cluster's control-plane namespace is

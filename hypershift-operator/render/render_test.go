@@ -69,7 +69,6 @@ func TestRenderGolden(t *testing.T) {
 			} else if budget != nil {
 				t.Errorf("a single CPO replica got a PodDisruptionBudget, which would block every drain of its node: %+v", budget.Spec)
 			}
-			testutil.CompareWithGolden(t, dir+"fencing-binding", FencingBinding(in))
 			testutil.CompareWithGolden(t, dir+"admin-kubeconfig", AdminKubeconfig(in, []byte("apiVersion: v1\nkind: Config\n")))
 		})
 	}
@@ -92,6 +91,7 @@ func podInputs() Inputs {
 // and the cluster-api manager and Cluster.
 func TestRenderPodPlatformGolden(t *testing.T) {
 	in := podInputs()
+	in.Fenced = true
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +137,12 @@ func TestPodPlatformWorkloadsAreRestricted(t *testing.T) {
 
 func TestFencingPolicyGolden(t *testing.T) {
 	testutil.CompareWithGolden(t, "fencing-policy", FencingPolicy())
+	testutil.CompareWithGolden(t, "fencing-binding", FencingBinding())
 }
 
 func TestClusterAPIFencingGolden(t *testing.T) {
 	testutil.CompareWithGolden(t, "cluster-api-fencing-policy", ClusterAPIFencingPolicy())
-	testutil.CompareWithGolden(t, "cluster-api-fencing-binding", ClusterAPIFencingBindingFor("clusters-demo", "clusters/demo"))
+	testutil.CompareWithGolden(t, "cluster-api-fencing-binding", ClusterAPIFencingBinding())
 }
 
 func TestControlPlaneOperatorDeploymentIsRestricted(t *testing.T) {

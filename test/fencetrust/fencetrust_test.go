@@ -105,7 +105,7 @@ func createCluster(t *testing.T, namespace, name string) *cluster {
 }
 
 // deleteCluster deletes a HostedCluster through its operator and waits
-// until it, its namespace and its fencing binding are gone.
+// until it and its namespace are gone.
 func deleteCluster(t *testing.T, c *cluster) {
 	t.Helper()
 	if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
@@ -115,7 +115,6 @@ func deleteCluster(t *testing.T, c *cluster) {
 		for _, obj := range []client.Object{
 			&hyperv1.HostedCluster{ObjectMeta: c.hc.ObjectMeta},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace()}},
-			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(c.namespace())}},
 		} {
 			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s is still there (%w)", obj, obj.GetName(), err)
@@ -352,11 +351,13 @@ func TestRecreatedClusterFencesItsNewHolder(t *testing.T) {
 }
 
 // TestWedgedFenceIsReported is the negative control of the keep-alive: with
-// the operator stopped, both policies that use Lease params are deleted, so
-// the API server stops its Lease param cache for good. The operator, started
-// again, re-creates them; after the next handover its probe finds the fence
-// judging against the old holder, re-creates the binding, and then reports
-// the fence wedged, with what to do, in a condition and an event. It must
+// the operator stopped, every policy that uses Lease params (the two fencing
+// policies, whose shared bindings always exist, and the keep-alive) is
+// deleted, so the API server stops its Lease param cache for good. The
+// operator, started again, re-creates them; after the next handover its
+// probe finds the fence judging against the old holder, reports it stale,
+// looks again, and then reports the fence wedged, with what to do, in a
+// condition and an event. It must
 // run last: the API server stays broken.
 func TestWedgedFenceIsReported(t *testing.T) {
 	_, stop := startOperator(t)
@@ -366,7 +367,7 @@ func TestWedgedFenceIsReported(t *testing.T) {
 	checkJudged(t, c, "old-holder", "someone")
 	stop()
 
-	for _, policy := range []client.Object{render.FencingPolicy(), render.KeepAlivePolicy()} {
+	for _, policy := range []client.Object{render.FencingPolicy(), render.ClusterAPIFencingPolicy(), render.KeepAlivePolicy()} {
 		if err := env.Client.Delete(t.Context(), policy); err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +391,7 @@ func TestWedgedFenceIsReported(t *testing.T) {
 			reasons[e.Reason] = reasons[e.Reason] || e.Regarding.Name == c.hc.Name
 		}
 		if !reasons["FenceStale"] || !reasons["FenceWedged"] {
-			return fmt.Errorf("events %v, want FenceStale (the binding re-created) and FenceWedged", reasons)
+			return fmt.Errorf("events %v, want FenceStale (first seen) and FenceWedged", reasons)
 		}
 		return nil
 	})

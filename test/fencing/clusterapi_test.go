@@ -1,7 +1,6 @@
 package fencing_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ import (
 func clusterAPIControlPlane(t *testing.T, holder string) string {
 	t.Helper()
 	ctx := t.Context()
-	ns := fencedNamespace(t, render.ClusterAPIFencingPolicy())
+	ns := fencedNamespace(t, render.ClusterAPIFencingPolicy(), render.ClusterAPIFencingBinding())
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ClusterAPIName}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ClusterAPIName}, Rules: []rbacv1.PolicyRule{
@@ -45,15 +44,11 @@ func clusterAPIControlPlane(t *testing.T, holder string) string {
 				RenewTime: &metav1.MicroTime{Time: time.Now()},
 			},
 		},
-		render.ClusterAPIFencingBindingFor(ns, "clusters/test"),
 	} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), render.ClusterAPIFencingBindingFor(ns, ""))
-	})
 	return ns
 }
 

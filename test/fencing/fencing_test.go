@@ -30,10 +30,12 @@ func TestMain(m *testing.M) {
 }
 
 // fencedNamespace is a new namespace labelled as a control-plane
-// namespace, with policy and the cluster-wide Lease guard in place.
-func fencedNamespace(t *testing.T, policy client.Object) string {
+// namespace and as fenced, with policy, its shared binding (as the
+// hypershift-operator applies them) and the cluster-wide Lease guard in
+// place.
+func fencedNamespace(t *testing.T, policy, binding client.Object) string {
 	t.Helper()
-	for _, obj := range []client.Object{policy, render.LeaseGuardPolicy(), render.LeaseGuardBinding()} {
+	for _, obj := range []client.Object{policy, binding, render.LeaseGuardPolicy(), render.LeaseGuardBinding()} {
 		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -45,19 +47,31 @@ func fencedNamespace(t *testing.T, policy client.Object) string {
 	}
 	patch := client.MergeFrom(namespace.DeepCopy())
 	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
+	namespace.Labels[render.LeaderFencingLabel] = "true"
 	if err := env.Client.Patch(t.Context(), namespace, patch); err != nil {
 		t.Fatal(err)
 	}
 	return ns
 }
 
-// controlPlane is a namespace labelled as a control-plane namespace, with
-// the CPO's ServiceAccount, Role and RoleBinding, the fencing binding, and
-// the cluster-wide fencing policy and Lease guard.
+// unfence removes namespace ns from the fencing bindings' selection, as
+// the hypershift-operator does with fencing off.
+func unfence(t *testing.T, ns string) {
+	t.Helper()
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	patch := []byte(`{"metadata":{"labels":{"` + render.LeaderFencingLabel + `":null}}}`)
+	if err := env.Client.Patch(t.Context(), namespace, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// controlPlane is a namespace labelled as a fenced control-plane namespace,
+// with the CPO's ServiceAccount, Role and RoleBinding, and the cluster-wide
+// fencing policy, its binding and the Lease guard.
 func controlPlane(t *testing.T, holder *string) string {
 	t.Helper()
 	ctx := t.Context()
-	ns := fencedNamespace(t, render.FencingPolicy())
+	ns := fencedNamespace(t, render.FencingPolicy(), render.FencingBinding())
 	objects := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}, Rules: rbac.ControlPlaneOperatorRules()},
@@ -66,7 +80,6 @@ func controlPlane(t *testing.T, holder *string) string {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hyperv1.ControlPlaneOperatorName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
 		},
-		render.FencingBindingFor(ns, "clusters/test"),
 	}
 	if holder != nil {
 		objects = append(objects, &coordinationv1.Lease{
@@ -82,9 +95,6 @@ func controlPlane(t *testing.T, holder *string) string {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), render.FencingBindingFor(ns, ""))
-	})
 	return ns
 }
 

@@ -146,7 +146,8 @@ type HostedClusterStatus struct {
 	ControlPlaneOperator *ControlPlaneOperatorStatus `json:"controlPlaneOperator,omitempty"`
 
 	// verifiedFence is what LeaderFencing=True was last verified for: the
-	// fencing policy and this control plane's binding, at the generations
+	// fencing policy and the binding that fences this control plane's
+	// namespace (one for every fenced namespace), at the generations
 	// the API server was seen to enforce, and the Lease holder whose writes
 	// it admitted. A hypershift-operator that starts, or takes over as
 	// leader, trusts a verdict whose objects and holder are unchanged
@@ -172,8 +173,7 @@ type VerifiedFence struct {
 	// +kubebuilder:validation:Minimum=0
 	PolicyGeneration int64 `json:"policyGeneration"`
 
-	// bindingUID is the control plane's fencing
-	// ValidatingAdmissionPolicyBinding's uid.
+	// bindingUID is the fencing ValidatingAdmissionPolicyBinding's uid.
 	//
 	// +required
 	// +kubebuilder:validation:MaxLength=64

@@ -38,6 +38,13 @@ const (
 	// HostedControlPlaneLabel marks a control-plane namespace.
 	HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
 
+	// LeaderFencingLabel ("true") marks a control-plane namespace whose
+	// control-plane-operator (and cluster-api manager) the API server
+	// fences: the shared fencing bindings select it. The
+	// hypershift-operator sets it on the namespaces it fences and drops it
+	// when fencing is off.
+	LeaderFencingLabel = "hypershift.openshift.io/leader-fencing"
+
 	// SecretCopyLabel marks the Secrets the hypershift-operator copies, so
 	// that it can watch those Secrets, and no other. Its value says which
 	// copy: SecretCopyPullSecret, the HostedCluster's pull secret in its

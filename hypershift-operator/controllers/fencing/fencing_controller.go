@@ -1,13 +1,14 @@
 // Package fencing is the hypershift-operator's controller for the
 // cluster-scoped admission objects that fencing relies on in every
 // control-plane namespace: the fencing policies (the control-plane-operator's
-// and the cluster-api manager's), the Lease guard with its
-// binding, and the keep-alive bindings that keep the API server's Lease
+// and the cluster-api manager's) with their bindings, the Lease guard with
+// its binding, and the keep-alive bindings that keep the API server's Lease
 // param informer from being stopped (see render.FencingPolicy,
 // render.LeaseGuardPolicy and render.KeepAlivePolicy). It applies them at
 // start and again within moments of any change to them, whether or not a
-// HostedCluster exists; the per-namespace fencing bindings belong to the
-// HostedCluster controller.
+// HostedCluster exists; which control-plane namespaces the fencing
+// bindings select (their LeaderFencingLabel) is the HostedCluster
+// controller's business.
 package fencing
 
 import (
@@ -48,7 +49,9 @@ type Reconciler struct {
 func Required() []client.Object {
 	return []client.Object{
 		render.FencingPolicy(),
+		render.FencingBinding(),
 		render.ClusterAPIFencingPolicy(),
+		render.ClusterAPIFencingBinding(),
 		render.LeaseGuardPolicy(),
 		render.LeaseGuardBinding(),
 	}

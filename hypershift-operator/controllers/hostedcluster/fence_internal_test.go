@@ -18,3 +18,18 @@ func TestNotInForceRecheck(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusingBinding reads the binding out of a refusal as the API server
+// words it (k8s.io/apiserver's validating policy dispatcher).
+func TestRefusingBinding(t *testing.T) {
+	for message, want := range map[string]string{
+		`admission webhook denied: ValidatingAdmissionPolicy 'control-plane-operator-fencing.hypershift.openshift.io' with binding 'control-plane-operator-fencing.hypershift.openshift.io' denied request: fenced: control-plane-operator pod x does not hold Lease ns/l (holder: y); only the holder may write`: "control-plane-operator-fencing.hypershift.openshift.io",
+		`ValidatingAdmissionPolicy 'p' with binding 'control-plane-operator-fencing.clusters-demo' denied request: fenced`: "control-plane-operator-fencing.clusters-demo",
+		`ValidatingAdmissionPolicy 'p' denied request: fenced`:                                                             "",
+		`with binding 'unterminated`: "",
+	} {
+		if got := refusingBinding(message); got != want {
+			t.Errorf("refusingBinding(%q) = %q, want %q", message, got, want)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,15 +24,30 @@ import (
 // control-plane-operator pod that no pod is named, must be refused by the
 // fence, and the refusal names the holder the API server judges against:
 // it must be the Lease's holder (whose writes the policy then admits). The
-// probe runs when the policy, the binding or the holder changed, never on a
+// probe runs when the policy, the shared binding or the holder changed, or
+// the namespace's fencing label was just written, never on a
 // renewal; a converged cluster costs no request. What a verdict was for is
 // kept in status (verifiedFence), so that an HO that restarts or takes over
 // does not probe again a fence nothing changed.
 //
 // A fence that judges against another holder is stale: the API server's
-// Lease param cache stopped (see render.KeepAlivePolicy). The HO re-creates
-// the binding once; if that does not help, it reports FenceWedged with what
-// to do, since only an API server restart clears it.
+// Lease param cache stopped (see render.KeepAlivePolicy). The HO reports
+// FenceStale, looks again a moment later (a cache that lags catches up),
+// and then reports FenceWedged with what to do, since only an API server
+// restart clears it. It does not re-create the binding: one binding fences
+// every control-plane namespace, and deleting it would unfence them all
+// for a remedy that does not restart a stopped cache.
+//
+// A binding of the namespace alone, which an earlier version applied, is
+// deleted once the fence is seen to hold and the shared binding is known to
+// be in force there too: a probe's refusal names it (the API server names
+// the first binding that refused, in an order it keeps until its bindings
+// change, so a refusal may name the old binding every time), or the shared
+// binding and the namespace's label have been in place for
+// maxNotInForceRecheck, longer than the API server takes to put a binding
+// in force but under load. The fence is then probed again without it: a
+// shared binding not in force is reported (FenceNotInForce) like a new
+// one.
 
 const (
 	// fenceProbePod is the pod name of the probe: no pod has it.
@@ -44,12 +58,14 @@ const (
 	// maxNotInForceRecheck caps the delay between probes of a binding
 	// that is not in force yet.
 	maxNotInForceRecheck = 10 * time.Second
-	// bindingSettle is how long after this process wrote a fencing
-	// binding its first probe waits: the API server puts a binding in
-	// force once its informer sees it and compiles it, which a probe sent
-	// at once (in the pass that wrote it) finds undone nearly every time,
-	// a wasted request and a recheck 2 s later. After a second most are
-	// in force (those that are not are rechecked as before).
+	// bindingSettle is how long after this process wrote what selects a
+	// namespace for the fence (its label, or deleted a binding) its first
+	// probe waits: the API server puts a binding in force for a namespace
+	// once its informers see both and it compiles the binding, which a
+	// probe sent at once (in the pass that wrote it) finds undone nearly
+	// every time, a wasted request and a recheck 2 s later. After a
+	// second most are in force (those that are not are rechecked as
+	// before).
 	bindingSettle = time.Second
 )
 
@@ -73,22 +89,26 @@ type fenceState struct {
 	observed hyperv1.VerifiedFence
 	verified bool
 	// staleSince is when the fence was first seen judging against another
-	// holder; recreated is set once the binding was re-created for it.
+	// holder.
 	staleSince time.Time
-	recreated  bool
+	// rewritten is set when this process changed what fences the
+	// namespace since the last verdict: a verdict kept in status is not
+	// trusted then, and the fence is probed again.
+	rewritten bool
 	// notInForce counts the probes in a row that found the binding not
 	// in force yet, for this verdict.
 	notInForce int
-	// bindingWritten is when this process last created or changed the
-	// binding.
-	bindingWritten time.Time
+	// fenceWritten is when this process last changed what fences the
+	// namespace: its fencing label, or a binding of it alone.
+	fenceWritten time.Time
 }
 
-// bindingWritten records that this process created or changed
-// namespace's fencing binding at now. Like every field of a fenceState,
-// it is written by the one pass of its HostedCluster that runs at a time.
-func (f *fences) bindingWritten(namespace string, now time.Time) {
-	f.get(namespace).bindingWritten = now
+// fenceWritten records that this process changed, at now, what fences
+// namespace. Like every field of a fenceState, it is written by the one
+// pass of its HostedCluster that runs at a time.
+func (f *fences) fenceWritten(namespace string, now time.Time) {
+	state := f.get(namespace)
+	state.fenceWritten, state.verified, state.rewritten = now, false, true
 }
 
 // fences holds a fenceState per control-plane namespace.
@@ -123,19 +143,18 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 		return ctrl.Result{}, nil
 	}
 	holder := leasestate.Holder(lease)
-	observed, err := r.fenceObserved(ctx, s.namespace, holder)
+	observed, err := r.fenceObserved(ctx, holder)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	state := r.fences.get(s.namespace)
-	if state.observed == (hyperv1.VerifiedFence{}) && verifiedInStatus(s.original, observed) {
+	if state.observed == (hyperv1.VerifiedFence{}) && !state.rewritten && verifiedInStatus(s.original, observed) {
 		// A verdict of an HO before this process, for the same objects
 		// and holder.
 		state.observed, state.verified = observed, true
 	}
 	if state.observed == observed && state.verified {
-		setFenceVerified(s, observed)
-		return ctrl.Result{}, nil
+		return r.fenceHolds(ctx, s, state, observed, "")
 	}
 	if state.observed != observed {
 		state.observed, state.verified, state.notInForce = observed, false, 0
@@ -144,9 +163,9 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason, "The hypershift-operator has no way to probe the fence"}
 		return ctrl.Result{}, nil
 	}
-	if wait := bindingSettle - r.now().Sub(state.bindingWritten); wait > 0 {
+	if wait := bindingSettle - r.now().Sub(state.fenceWritten); wait > 0 {
 		s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason,
-			"The fencing binding of " + s.namespace + " was just written; the hypershift-operator probes the fence once the API server has had a moment to put it in force"}
+			"What fences " + s.namespace + " was just written; the hypershift-operator probes the fence once the API server has had a moment to put it in force"}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	judged, err := r.Probe.Judge(ctx, s.namespace, fenceProbePod)
@@ -160,23 +179,22 @@ func (r *Reconciler) observeFencing(ctx context.Context, s *scope, lease *coordi
 			"The API server admitted a write by a control-plane-operator pod that does not hold Lease " + s.namespace + "/" + hyperv1.ControlPlaneOperatorLeaseName + ": the fencing binding is not in force yet"}
 		return ctrl.Result{RequeueAfter: notInForceRecheck(state.notInForce)}, nil
 	case judged.Holder == holder:
-		state.verified, state.staleSince, state.recreated, state.notInForce = true, time.Time{}, false, 0
-		setFenceVerified(s, observed)
-		return ctrl.Result{}, nil
+		state.verified, state.staleSince, state.rewritten, state.notInForce = true, time.Time{}, false, 0
+		return r.fenceHolds(ctx, s, state, observed, judged.Binding)
 	}
 	return r.fenceStale(ctx, s, state, holder, judged.Holder)
 }
 
-// fenceObserved identifies what a verdict is for: the policy, the binding
-// (both from the cache, by uid and generation: what the API server
+// fenceObserved identifies what a verdict is for: the policy, the shared
+// binding (both from the cache, by uid and generation: what the API server
 // enforces changes only with their specs) and the holder.
-func (r *Reconciler) fenceObserved(ctx context.Context, namespace, holder string) (hyperv1.VerifiedFence, error) {
+func (r *Reconciler) fenceObserved(ctx context.Context, holder string) (hyperv1.VerifiedFence, error) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingPolicyName}, policy); err != nil {
 		return hyperv1.VerifiedFence{}, fmt.Errorf("failed to get the fencing policy: %w", err)
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingBindingName(namespace)}, binding); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingBindingName}, binding); err != nil {
 		return hyperv1.VerifiedFence{}, fmt.Errorf("failed to get the fencing binding: %w", err)
 	}
 	return hyperv1.VerifiedFence{
@@ -197,8 +215,7 @@ func verifiedInStatus(hc *hyperv1.HostedCluster, observed hyperv1.VerifiedFence)
 
 // fenceStale handles a fence that judges against fenced while the Lease
 // names holder: a cache that lags shows it once; a stopped param cache
-// shows it again after a moment, and again after the binding is
-// re-created.
+// shows it again after a moment.
 func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState, holder, fenced string) (ctrl.Result, error) {
 	live := &coordinationv1.Lease{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: hyperv1.ControlPlaneOperatorLeaseName}, live); err == nil && leasestate.Holder(live) == fenced {
@@ -211,21 +228,13 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 	switch {
 	case state.staleSince.IsZero():
 		state.staleSince = now
-		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceStaleReason, message}
+		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceStaleReason, message + "; looking again in " + fenceRecheck.String()}
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.FenceStaleReason, "ProbeFence", "%s; looking again in %s", message, fenceRecheck)
 		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	case now.Sub(state.staleSince) < fenceRecheck:
 		return ctrl.Result{RequeueAfter: fenceRecheck - now.Sub(state.staleSince)}, nil
-	case !state.recreated:
-		state.recreated = true
-		s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceStaleReason, message + "; re-creating the fencing binding"}
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeWarning, hyperv1.FenceStaleReason, "RecreateFencingBinding", "%s; re-creating the fencing binding", message)
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(s.namespace)}}
-		if err := r.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("failed to re-create the fencing binding: %w", err)
-		}
-		return ctrl.Result{RequeueAfter: fenceRecheck}, nil
 	}
-	wedged := message + "; re-creating the fencing binding did not help. Until the kube-apiserver is restarted, the holder's writes are refused: restart the kube-apiserver to clear its cache"
+	wedged := message + ", still " + now.Sub(state.staleSince).Round(time.Second).String() + " after it was first seen. Until the kube-apiserver is restarted, the holder's writes are refused: restart the kube-apiserver to clear its cache"
 	before := meta.FindStatusCondition(s.original.Status.Conditions, hyperv1.LeaderFencing)
 	s.fence = &finding{metav1.ConditionFalse, hyperv1.FenceWedgedReason, wedged}
 	if before == nil || before.Reason != hyperv1.FenceWedgedReason {
@@ -234,6 +243,53 @@ func (r *Reconciler) fenceStale(ctx context.Context, s *scope, state *fenceState
 	// The verdict stands until the policy, the binding or the holder
 	// change; a slow look keeps it honest meanwhile.
 	return ctrl.Result{RequeueAfter: refusalRecheck}, nil
+}
+
+// fenceHolds records a fence seen to hold for verdict (judgedBy names the
+// binding whose refusal the probe got, "" for a verdict not probed in this
+// pass). A binding of the namespace alone that an earlier version left is
+// deleted once the shared binding is known to be in force, and the fence
+// probed again; until then the fence holds, by that binding at least.
+func (r *Reconciler) fenceHolds(ctx context.Context, s *scope, state *fenceState, verdict hyperv1.VerifiedFence, judgedBy string) (ctrl.Result, error) {
+	legacy, err := r.cachedNamespaceFencingBindings(ctx, s.namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setFenceVerified(s, verdict)
+	if len(legacy) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if judgedBy != render.FencingBindingName {
+		wait, err := r.sharedFenceSettles(ctx, state)
+		if err != nil || wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, err
+		}
+	}
+	s.fence = &finding{metav1.ConditionUnknown, hyperv1.FenceUnverifiedReason,
+		"The fencing binding of " + s.namespace + " alone, from an earlier version, is deleted: the hypershift-operator probes the fence the shared binding puts in force"}
+	s.verifiedFence = nil
+	state.notInForce = 0
+	if err := r.deleteBindings(ctx, legacy); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.fences.fenceWritten(s.namespace, r.now())
+	return ctrl.Result{RequeueAfter: bindingSettle}, nil
+}
+
+// sharedFenceSettles is how long it is until the shared fencing binding
+// and the namespace's label (as far as this process wrote it) have been in
+// place for maxNotInForceRecheck.
+func (r *Reconciler) sharedFenceSettles(ctx context.Context, state *fenceState) (time.Duration, error) {
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.FencingBindingName}, binding); err != nil {
+		return 0, fmt.Errorf("failed to get the fencing binding: %w", err)
+	}
+	now := r.now()
+	since := binding.CreationTimestamp.Time
+	if state.fenceWritten.After(since) {
+		since = state.fenceWritten
+	}
+	return max(0, maxNotInForceRecheck-now.Sub(since)), nil
 }
 
 // setFenceVerified records that the fence is seen to hold for the objects

@@ -3,6 +3,7 @@ package hostedcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,9 +28,12 @@ type FenceJudgement struct {
 	// Admitted is true when nothing refused the write.
 	Admitted bool
 	// Fenced is true when the fencing policy refused it; Holder is then
-	// the holder the API server judged against ("" for none).
-	Fenced bool
-	Holder string
+	// the holder the API server judged against ("" for none), and Binding
+	// the binding that refused it (the first of those that did, in no
+	// fixed order), when the refusal names one.
+	Fenced  bool
+	Holder  string
+	Binding string
 }
 
 // fenceProbeName is the probe's object, created in dry-run only.
@@ -66,7 +70,24 @@ func (p ImpersonatingProbe) Judge(ctx context.Context, namespace, pod string) (F
 		return FenceJudgement{Admitted: true}, nil
 	}
 	if holder, ok := render.FencedHolder(err.Error()); ok {
-		return FenceJudgement{Fenced: true, Holder: holder}, nil
+		return FenceJudgement{Fenced: true, Holder: holder, Binding: refusingBinding(err.Error())}, nil
 	}
 	return FenceJudgement{}, fmt.Errorf("failed to probe the fence of namespace %s: %w", namespace, err)
+}
+
+// refusingBinding is the binding an admission policy's refusal names
+// ("ValidatingAdmissionPolicy 'p' with binding 'b' denied request: ..."),
+// "" when it names none.
+func refusingBinding(message string) string {
+	const start = " with binding '"
+	i := strings.Index(message, start)
+	if i < 0 {
+		return ""
+	}
+	rest := message[i+len(start):]
+	j := strings.Index(rest, "'")
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
 }

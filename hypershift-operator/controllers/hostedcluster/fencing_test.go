@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,39 +21,60 @@ import (
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
-// TestFencingLifecycle checks the HO binds the fencing policy to a new
-// control-plane namespace, says so, and removes the binding on teardown.
+// TestFencingLifecycle checks the HO fences a new control-plane namespace
+// (the shared binding, with the CPO Lease as its param, selects it by its
+// label), says so, and, the fence seen to hold, deletes the binding of the
+// namespace alone that an earlier version applied; the fence holds without
+// it, and the namespace is torn down with the cluster.
 func TestFencingLifecycle(t *testing.T) {
-	startOperator(t, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
-	c := newCluster(t, "4.17.0", nil)
-	bindingKey := client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}
+	probe := newRecordingProbe()
+	startOperator(t, func(r *hostedcluster.Reconciler) {
+		r.Fencing = hostedcluster.Fencing{Enabled: true}
+		probe.wrap(r)
+	})
+	// What an earlier version bound to this namespace alone.
+	legacy, in := legacyBinding(t)
+	ns := hyperv1.ControlPlaneNamespace(in, "demo")
+	c := newClusterIn(t, in, "demo", "4.17.0", nil)
 	testutil.Eventually(t, converge, func() error {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingPolicyName}, &admissionregistrationv1.ValidatingAdmissionPolicy{}); err != nil {
 			return err
 		}
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-		if err := env.Client.Get(t.Context(), bindingKey, binding); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName}, binding); err != nil {
 			return err
 		}
 		if binding.Spec.ParamRef == nil || binding.Spec.ParamRef.Name != "control-plane-operator-leader-elect" {
 			return fmt.Errorf("paramRef %+v", binding.Spec.ParamRef)
 		}
+		namespace := &corev1.Namespace{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
+			return err
+		}
+		if namespace.Labels[render.LeaderFencingLabel] != "true" {
+			return fmt.Errorf("namespace %s is not labelled %s: %v", ns, render.LeaderFencingLabel, namespace.Labels)
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(legacy), &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the binding of %s alone is still there (%w)", ns, err)
+		}
 		return checkCondition(c.get(t), hostedcluster.LeaderFencing, metav1.ConditionTrue)
 	})
+	// Verified before the binding of the namespace alone went, and again
+	// after, when only the shared binding can have refused the probe.
+	if n := probe.count(); n < 2 {
+		t.Errorf("the fence was probed %d times, want once with the binding of the namespace alone and once without", n)
+	}
 
 	if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
 		t.Fatal(err)
 	}
 	awaitGone(t, c)
-	if err := env.Client.Get(t.Context(), bindingKey, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the fencing binding outlived its cluster (%v)", err)
-	}
 }
 
 // TestClusterAPIFencingLifecycle checks that, for a cluster of platform
-// Pod, the HO creates the cluster-api manager's Lease and binds the
-// cluster-api fencing policy before the manager's Deployment exists, and
-// removes the binding on teardown.
+// Pod, the HO creates the cluster-api manager's Lease, the param of the
+// shared cluster-api fencing binding, before the manager's Deployment
+// exists, in a namespace that binding selects.
 func TestClusterAPIFencingLifecycle(t *testing.T) {
 	startOperator(t, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
 	c := newCluster(t, "4.17.0", func(hc *hyperv1.HostedCluster) {
@@ -60,18 +82,10 @@ func TestClusterAPIFencingLifecycle(t *testing.T) {
 		hc.Annotations = map[string]string{hyperv1.ClusterAPIManagerImageAnnotation: "registry.example/cluster-api:v1.13.6"}
 	})
 	ns := c.controlPlaneNamespace()
-	bindingKey := client.ObjectKey{Name: render.ClusterAPIFencingBindingName(ns)}
 	testutil.Eventually(t, converge, func() error {
 		return env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ClusterAPIName}, &appsv1.Deployment{})
 	})
 	// The Deployment exists: its fence must have been in place first.
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	if err := env.Client.Get(t.Context(), bindingKey, binding); err != nil {
-		t.Fatalf("the cluster-api manager's Deployment exists without its fencing binding: %v", err)
-	}
-	if binding.Spec.PolicyName != render.ClusterAPIFencingPolicyName || binding.Spec.ParamRef == nil || binding.Spec.ParamRef.Name != hyperv1.ClusterAPILeaseName {
-		t.Fatalf("binding %+v", binding.Spec)
-	}
 	lease := &coordinationv1.Lease{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: hyperv1.ClusterAPILeaseName}, lease); err != nil {
 		t.Fatalf("the cluster-api manager's Deployment exists without its Lease: %v", err)
@@ -79,29 +93,90 @@ func TestClusterAPIFencingLifecycle(t *testing.T) {
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		t.Fatalf("the Lease was created with holder %q; want none", *lease.Spec.HolderIdentity)
 	}
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	if namespace.Labels[render.LeaderFencingLabel] != "true" {
+		t.Fatalf("the cluster-api manager's Deployment exists in a namespace no fencing binding selects: labels %v", namespace.Labels)
+	}
 	testutil.Eventually(t, converge, func() error {
-		return env.Client.Get(t.Context(), client.ObjectKey{Name: render.ClusterAPIFencingPolicyName}, &admissionregistrationv1.ValidatingAdmissionPolicy{})
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.ClusterAPIFencingPolicyName}, &admissionregistrationv1.ValidatingAdmissionPolicy{}); err != nil {
+			return err
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.ClusterAPIFencingBindingName}, binding); err != nil {
+			return err
+		}
+		if binding.Spec.PolicyName != render.ClusterAPIFencingPolicyName || binding.Spec.ParamRef == nil || binding.Spec.ParamRef.Name != hyperv1.ClusterAPILeaseName {
+			return fmt.Errorf("binding %+v", binding.Spec)
+		}
+		return nil
 	})
 
 	if err := env.Client.Delete(t.Context(), c.get(t)); err != nil {
 		t.Fatal(err)
 	}
 	awaitGone(t, c)
-	if err := env.Client.Get(t.Context(), bindingKey, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the cluster-api fencing binding outlived its cluster (%v)", err)
-	}
 }
 
-// TestFencingDisabled checks the condition says so.
+// TestFencingDisabled checks that an operator started with fencing off
+// takes a namespace an operator with fencing fenced out of the fencing
+// bindings' selection (its label, set when the namespace was created,
+// goes), deletes a binding of the namespace alone an earlier version left,
+// and says so in the condition.
 func TestFencingDisabled(t *testing.T) {
-	startOperator(t, nil)
-	c := newCluster(t, "4.17.0", nil)
+	_, stopFencing := startStoppableOperator(t, func(r *hostedcluster.Reconciler) { r.Fencing = hostedcluster.Fencing{Enabled: true} })
+	_, in := legacyBinding(t)
+	ns := hyperv1.ControlPlaneNamespace(in, "demo")
+	c := newClusterIn(t, in, "demo", "4.17.0", nil)
 	testutil.Eventually(t, converge, func() error {
+		return checkCondition(c.get(t), hostedcluster.LeaderFencing, metav1.ConditionTrue)
+	})
+	stopFencing()
+	// What the operator with fencing did, and what an earlier version left.
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	if namespace.Labels[render.LeaderFencingLabel] != "true" {
+		t.Fatalf("namespace %s was fenced without label %s: %v", ns, render.LeaderFencingLabel, namespace.Labels)
+	}
+	legacy := render.NamespaceFencingBinding(ns, clusterKey(c))
+	if err := env.Client.Create(t.Context(), legacy); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+
+	startOperator(t, nil)
+	testutil.Eventually(t, converge, func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(legacy), &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("a binding of %s exists though fencing is off (%w)", ns, err)
+		}
+		namespace := &corev1.Namespace{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
+			return err
+		}
+		if _, ok := namespace.Labels[render.LeaderFencingLabel]; ok {
+			return fmt.Errorf("namespace %s is labelled %s though fencing is off", ns, render.LeaderFencingLabel)
+		}
 		return checkCondition(c.get(t), hostedcluster.LeaderFencing, metav1.ConditionFalse)
 	})
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a binding exists though fencing is off (%v)", err)
+}
+
+// legacyBinding creates, in a new namespace, what a version before the
+// shared fencing binding bound for a HostedCluster "demo" there: the fencing
+// policy bound to its control-plane namespace alone. It returns the binding
+// and the namespace.
+func legacyBinding(t *testing.T) (*admissionregistrationv1.ValidatingAdmissionPolicyBinding, string) {
+	t.Helper()
+	in := env.Namespace(t)
+	hc := &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: in, Name: "demo"}}
+	binding := render.NamespaceFencingBinding(hyperv1.ControlPlaneNamespace(in, "demo"), render.ClusterKey(hc))
+	if err := env.Client.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
+	return binding, in
 }
 
 // recordingProbe is the operator's probe, recording when it probed each
@@ -180,7 +255,7 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 				return err
 			}
 		}
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName(c.controlPlaneNamespace())}, binding); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: render.FencingBindingName}, binding); err != nil {
 			return err
 		}
 		if v := hc.Status.VerifiedFence; v == nil || v.HolderIdentity != "cpo-x" || v.BindingUID != string(binding.UID) || v.BindingGeneration != binding.Generation {
@@ -224,10 +299,10 @@ func TestNoWritesAfterAnOperatorRestart(t *testing.T) {
 }
 
 // TestFirstProbeWaitsForANewBinding checks that the fence of a new
-// HostedCluster is first probed a moment after its binding is written, not
-// in the same pass: the API server has not put a binding in force that
-// early, so that probe would be a request wasted, and LeaderFencing would
-// wait for the recheck 2 s later.
+// HostedCluster is first probed a moment after its namespace, labelled for
+// the fencing binding, is written, not in the same pass: the API server has
+// not put the binding in force there that early, so that probe would be a
+// request wasted, and LeaderFencing would wait for the recheck 2 s later.
 func TestFirstProbeWaitsForANewBinding(t *testing.T) {
 	probe := newRecordingProbe()
 	ho := startOperator(t, func(r *hostedcluster.Reconciler) {
@@ -246,17 +321,17 @@ func TestFirstProbeWaitsForANewBinding(t *testing.T) {
 	}
 	var written time.Time
 	for _, w := range writesBy(t, ho, time.Time{}) {
-		if w.ObjectRef.Resource == "validatingadmissionpolicybindings" && w.ObjectRef.Name == render.FencingBindingName(namespace) {
+		if w.ObjectRef.Resource == "namespaces" && w.ObjectRef.Name == namespace {
 			written = w.RequestReceivedTimestamp.Time
 			break
 		}
 	}
 	if written.IsZero() {
-		t.Fatalf("the audit log has no write of binding %s by %s", render.FencingBindingName(namespace), ho)
+		t.Fatalf("the audit log has no write of namespace %s by %s", namespace, ho)
 	}
 	// The operator waits a second; the audit log's and this process's
 	// clocks are the same machine's.
 	if after := probed.Sub(written); after < 900*time.Millisecond {
-		t.Errorf("the fence was first probed %s after the binding was written, want about a second after", after.Round(time.Millisecond))
+		t.Errorf("the fence was first probed %s after the namespace was written, want about a second after", after.Round(time.Millisecond))
 	}
 }

@@ -99,9 +99,9 @@ func (r *Reconciler) forgetReports(hc *hyperv1.HostedCluster) {
 }
 
 // teardown removes, in order, the cluster's NodePools, the
-// HostedControlPlane, the fencing binding, the CPO's auth-delegator
-// ClusterRoleBinding and the control-plane namespace, and reports when all
-// are gone.
+// HostedControlPlane, any fencing binding of its namespace alone, the CPO's
+// auth-delegator ClusterRoleBinding and the control-plane namespace, and
+// reports when all are gone.
 func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result, error) {
 	// The pools go first, while the control plane runs: their machines
 	// leave a hosted cluster that can still drain them, and their tokens
@@ -117,10 +117,12 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (bool, ctrl.Result,
 	if done, result, err := r.deleteHostedControlPlane(ctx, s); !done || err != nil {
 		return false, result, err
 	}
-	// The fencing bindings go with the HostedControlPlane: the namespace
-	// controller removes the Leases among everything else, and a binding
-	// without its param would refuse the rest of the namespace's deletion.
-	if err := r.deleteFencingBindings(ctx, s.namespace, s.key()); err != nil {
+	// The shared fencing bindings judge the namespace until it is gone (the
+	// namespace controller removes the Leases among everything else, and a
+	// write whose param is not found is not judged). Bindings of this
+	// namespace alone, left by an earlier version, are cluster-scoped: the
+	// namespace's deletion would leave them behind.
+	if err := r.deleteNamespaceFencingBindings(ctx, s.namespace, s.key()); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	// Cluster-scoped: the namespace's deletion would leave them behind.

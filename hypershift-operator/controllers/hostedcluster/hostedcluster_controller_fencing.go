@@ -3,12 +3,15 @@ package hostedcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -33,29 +36,27 @@ type Fencing struct {
 // Active reports whether the HO binds the fencing policy.
 func (f Fencing) Active() bool { return f.Enabled && f.Unavailable == "" }
 
-// reconcileFencing applies the policy and this namespace's binding, or
-// removes the binding when fencing is off, and records which (s.fence).
+// reconcileFencing sees to the fence of this namespace, whose
+// LeaderFencingLabel (set by render.Namespace when in.Fenced) the shared
+// fencing bindings select, or, when fencing is off, takes the namespace out
+// of their selection, and records which (s.fence).
 func (r *Reconciler) reconcileFencing(ctx context.Context, s *scope, in render.Inputs) error {
 	switch {
 	case !r.Fencing.Enabled:
 		s.fence = &finding{metav1.ConditionFalse, hyperv1.FencingDisabledReason, "Fencing is disabled (--enable-fencing=false): the API server does not check that control-plane-operator writes come from the Lease holder"}
-		return r.deleteFencingBindings(ctx, in.Namespace(), render.ClusterKey(in.HostedCluster))
+		if err := r.deleteCachedNamespaceFencingBindings(ctx, in.Namespace(), render.ClusterKey(in.HostedCluster)); err != nil {
+			return err
+		}
+		return r.unlabel(ctx, in.Namespace())
 	case r.Fencing.Unavailable != "":
 		s.fence = &finding{metav1.ConditionFalse, hyperv1.FencingUnsupportedReason, r.Fencing.Unavailable}
-		return nil
+		return r.unlabel(ctx, in.Namespace())
 	}
-	// The binding's param exists before the binding and before any CPO
-	// pod can run, so a CPO is never unfenced; the CPO takes this empty
-	// Lease as it would a released one.
+	// The binding's param exists before any CPO pod can run, so a CPO is
+	// never unfenced; the CPO takes this empty Lease as it would a
+	// released one.
 	if err := r.ensureLease(ctx, in.Namespace()); err != nil {
 		return err
-	}
-	sent, err := r.applier().Apply(ctx, render.FencingBinding(in))
-	if err != nil {
-		return err
-	}
-	if sent {
-		r.fences.bindingWritten(in.Namespace(), r.now())
 	}
 	if err := r.reconcileClusterAPIFencing(ctx, in); err != nil {
 		return err
@@ -88,7 +89,7 @@ func (r *Reconciler) missingFencingObjects(ctx context.Context) (string, error) 
 
 // reconcileClusterAPIFencing fences a platform Pod cluster's cluster-api
 // manager (render.ClusterAPIFencingPolicy) before its Deployment is
-// applied: its Lease, with no holder, then its binding.
+// applied: its Lease, with no holder, is the shared binding's param there.
 func (r *Reconciler) reconcileClusterAPIFencing(ctx context.Context, in render.Inputs) error {
 	if in.HostedCluster.Spec.Platform.Type != hyperv1.PodPlatform {
 		return nil
@@ -102,26 +103,89 @@ func (r *Reconciler) reconcileClusterAPIFencing(ctx context.Context, in render.I
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed to get Deployment %s: %w", key, err)
 		}
-		if err := r.createLease(ctx, in.Namespace(), hyperv1.ClusterAPILeaseName); err != nil {
-			return err
-		}
+		return r.createLease(ctx, in.Namespace(), hyperv1.ClusterAPILeaseName)
 	}
-	_, err := r.applier().Apply(ctx, render.ClusterAPIFencingBinding(in))
-	return err
+	return nil
 }
 
-// deleteFencingBindings removes the fencing bindings of namespace (the
-// control-plane-operator's and the cluster-api manager's), those that
-// exist and serve the HostedCluster clusterKey.
-func (r *Reconciler) deleteFencingBindings(ctx context.Context, namespace, clusterKey string) error {
-	for name, what := range map[string]string{
-		render.FencingBindingName(namespace):           "fencing binding",
-		render.ClusterAPIFencingBindingName(namespace): "cluster-api fencing binding",
-	} {
+// namespaceFencingBindings are the bindings of namespace alone (the
+// control-plane-operator's and the cluster-api manager's) that versions
+// before the shared bindings applied.
+func namespaceFencingBindings(namespace string) map[string]string {
+	return map[string]string{
+		render.NamespaceFencingBindingName(namespace):           "fencing binding",
+		render.NamespaceClusterAPIFencingBindingName(namespace): "cluster-api fencing binding",
+	}
+}
+
+// deleteNamespaceFencingBindings removes the fencing bindings of namespace
+// alone that exist and serve the HostedCluster clusterKey.
+func (r *Reconciler) deleteNamespaceFencingBindings(ctx context.Context, namespace, clusterKey string) error {
+	for name, what := range namespaceFencingBindings(namespace) {
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := r.deleteClusterScoped(ctx, binding, what, clusterKey); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// cachedNamespaceFencingBindings are the bindings of namespace alone that
+// the cache shows.
+func (r *Reconciler) cachedNamespaceFencingBindings(ctx context.Context, namespace string) ([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	var found []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for name, what := range namespaceFencingBindings(namespace) {
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("failed to get %s %s: %w", what, name, err)
+		}
+		found = append(found, binding)
+	}
+	return found, nil
+}
+
+// deleteBindings deletes bindings, each as the cache showed it.
+func (r *Reconciler) deleteBindings(ctx context.Context, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) error {
+	for _, binding := range bindings {
+		if err := r.Client.Delete(ctx, binding, client.Preconditions{UID: &binding.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("failed to delete fencing binding %s: %w", binding.Name, err)
+		}
+	}
+	return nil
+}
+
+// deleteCachedNamespaceFencingBindings deletes the bindings of namespace
+// alone, left by an earlier version for the HostedCluster clusterKey, that
+// the cache shows (fencing is off): a converged cluster costs no request.
+func (r *Reconciler) deleteCachedNamespaceFencingBindings(ctx context.Context, namespace, clusterKey string) error {
+	legacy, err := r.cachedNamespaceFencingBindings(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	return r.deleteBindings(ctx, slices.DeleteFunc(legacy, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool {
+		return b.Annotations[hyperv1.ClusterAnnotation] != clusterKey
+	}))
+}
+
+// unlabel takes the namespace out of the fencing bindings' selection
+// (the HO does not fence): its LeaderFencingLabel is removed. The
+// namespace's apply drops the label only where the HO applied it; the HO
+// also sets it when it creates the namespace, so it is removed here, read
+// from the cache: a converged cluster costs no request.
+func (r *Reconciler) unlabel(ctx context.Context, namespace string) error {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, ok := ns.Labels[render.LeaderFencingLabel]; !ok {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + render.LeaderFencingLabel + `":null}}}`)
+	if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to remove label %s from namespace %s: %w", render.LeaderFencingLabel, namespace, err)
 	}
 	return nil
 }

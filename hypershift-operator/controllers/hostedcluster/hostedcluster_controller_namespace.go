@@ -120,9 +120,10 @@ func (r *Reconciler) claimNamespace(ctx context.Context, s *scope) (*corev1.Name
 	if err := r.APIReader.Get(ctx, key, ns); !apierrors.IsNotFound(err) {
 		return ns, false, wrapNamespaceError(s.namespace, err)
 	}
-	desired := render.Namespace(render.Inputs{HostedCluster: s.hc})
+	desired := render.Namespace(render.Inputs{HostedCluster: s.hc, Fenced: r.Fencing.Active()})
 	err := r.Client.Create(ctx, desired, client.FieldOwner(FieldOwner))
 	if err == nil {
+		r.fences.fenceWritten(s.namespace, r.now())
 		return desired, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
@@ -101,6 +102,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		InsecureRegistries:          r.InsecureRegistries,
 		ClusterAPIImage:             clusterAPIImage(s),
 		ClusterAPITimings:           config.ClusterAPITimings,
+		Fenced:                      r.Fencing.Active(),
 	}
 	keys, wait, err := r.encryptionKeys(ctx, s.hc)
 	if err != nil {
@@ -140,8 +142,14 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		if err != nil {
 			return ctrl.Result{}, refusedOr(s, err)
 		}
-		if _, ok := obj.(*hyperv1.HostedControlPlane); ok {
+		switch obj.(type) {
+		case *hyperv1.HostedControlPlane:
 			s.specSent = sent
+		case *corev1.Namespace:
+			if sent {
+				// Its fencing label may have changed.
+				r.fences.fenceWritten(s.namespace, r.now())
+			}
 		}
 	}
 	if err := r.deleteStaleEncryptionKeys(ctx, s); err != nil {

@@ -62,7 +62,7 @@ type scope struct {
 	// specSent is set when this pass changed the HostedControlPlane: what
 	// the cache shows of it, its conditions among it, is older than that.
 	specSent bool
-	// fenced is set when this pass applied the namespace's fencing binding
+	// fenced is set when this pass saw to the namespace's fence (its label)
 	// and found every cluster-wide fencing object: the fence is then
 	// observed.
 	fenced bool

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -24,7 +23,6 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
-	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/auditlog"
 )
@@ -292,7 +290,6 @@ func checkOwned(t *testing.T, owner, refused *cluster) {
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hyperv1.ControlPlaneOperatorName}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(ns)}},
 	}
 	for _, obj := range objects {
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -335,7 +332,7 @@ func deleteRefused(t *testing.T, refused, owner *cluster) {
 }
 
 // checkNoWrites fails on any write by user, after since, into namespace ns,
-// to the namespace itself or to its fencing binding.
+// to the namespace itself or to a fencing binding.
 func checkNoWrites(t *testing.T, user, ns string, since time.Time) {
 	t.Helper()
 	events, err := env.AuditEvents()
@@ -349,7 +346,7 @@ func checkNoWrites(t *testing.T, user, ns string, since time.Time) {
 		}
 		ref := e.ObjectRef
 		if ref.Namespace == ns || (ref.Resource == "namespaces" && ref.Name == ns) ||
-			(ref.Resource == "validatingadmissionpolicybindings" && ref.Name == render.FencingBindingName(ns)) {
+			ref.Resource == "validatingadmissionpolicybindings" {
 			writes = append(writes, e)
 		}
 	}

@@ -251,17 +251,34 @@ var tampers = []tamper{
 	},
 	{
 		name: "changes the fencing binding's param",
-		do: func(t *testing.T, ns string) error {
-			return mergePatch(t, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(ns)}},
+		do: func(t *testing.T, _ string) error {
+			return mergePatch(t, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName}},
 				`{"spec":{"paramRef":{"name":"somebody-else"}}}`)
 		},
-		repaired: func(t *testing.T, ns string) error {
-			got := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(ns)}}
+		repaired: func(t *testing.T, _ string) error {
+			got := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName}}
 			if err := exists(t, got); err != nil {
 				return err
 			}
 			if got.Spec.ParamRef.Name != hyperv1.ControlPlaneOperatorLeaseName {
 				return fmt.Errorf("paramRef %+v", got.Spec.ParamRef)
+			}
+			return nil
+		},
+	},
+	{
+		name: "removes the namespace's fencing label",
+		do: func(t *testing.T, ns string) error {
+			return mergePatch(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+				`{"metadata":{"labels":{"`+render.LeaderFencingLabel+`":null}}}`)
+		},
+		repaired: func(t *testing.T, ns string) error {
+			got := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+			if err := exists(t, got); err != nil {
+				return err
+			}
+			if got.Labels[render.LeaderFencingLabel] != "true" {
+				return fmt.Errorf("labels %v", got.Labels)
 			}
 			return nil
 		},

@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,15 +77,17 @@ func (r *Reconciler) releaseIfStopped(ctx context.Context, hc *hyperv1.HostedClu
 // fenced reports whether the API server is seen to refuse, in namespace,
 // writes by control-plane-operator pods the Lease does not name: the
 // operator fences, the HostedCluster's LeaderFencing condition (observed
-// by probing the API server) is True, and the fencing policy and this
-// namespace's binding exist.
+// by probing the API server) is True, the fencing policy and its binding
+// exist, and the namespace carries the label the binding selects.
 func (r *Reconciler) fenced(ctx context.Context, hc *hyperv1.HostedCluster, namespace string) (bool, error) {
 	if !r.Fencing || !meta.IsStatusConditionPresentAndEqual(hc.Status.Conditions, hyperv1.LeaderFencing, metav1.ConditionTrue) {
 		return false, nil
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	for _, obj := range []client.Object{
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: render.FencingPolicyName}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName(namespace)}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: render.FencingBindingName}},
+		ns,
 	} {
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if client.IgnoreNotFound(err) == nil {
@@ -93,5 +96,5 @@ func (r *Reconciler) fenced(ctx context.Context, hc *hyperv1.HostedCluster, name
 			return false, fmt.Errorf("failed to get %s: %w", obj.GetName(), err)
 		}
 	}
-	return true, nil
+	return ns.Labels[render.LeaderFencingLabel] == "true", nil
 }

@@ -149,19 +149,28 @@ func newControlPlane(t *testing.T, f fence) *controlPlane {
 }
 
 // setFence makes the HostedCluster's fence look as f says: the fencing
-// policy and, for fenced, the namespace's binding, then, as the
-// hypershift-operator observes them, its LeaderFencing condition.
+// policy and its binding and, for fenced, the namespace's fencing label,
+// then, as the hypershift-operator observes them, its LeaderFencing
+// condition.
 func (cp *controlPlane) setFence(t *testing.T, f fence) {
 	t.Helper()
 	ctx := t.Context()
-	objects := []client.Object{render.FencingPolicy()}
-	if f == fenced {
-		objects = append(objects, render.FencingBindingFor(cp.ns, render.ClusterKey(cp.hc)))
-	}
-	for _, obj := range objects {
+	for _, obj := range []client.Object{render.FencingPolicy(), render.FencingBinding()} {
 		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
+	}
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cp.ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	if f == fenced {
+		namespace.Labels[render.LeaderFencingLabel] = "true"
+	} else {
+		delete(namespace.Labels, render.LeaderFencingLabel)
+	}
+	if err := env.Client.Update(ctx, namespace); err != nil {
+		t.Fatal(err)
 	}
 	status, reason := metav1.ConditionTrue, "AsExpected"
 	if f == unfenced {

@@ -101,14 +101,15 @@ func (g *group) claimNamespace(ctx context.Context, env *testenv.Env) error {
 	if err := env.Client.Status().Update(ctx, hc); err != nil {
 		return fmt.Errorf("failed to set the status of HostedCluster %s: %w", name, err)
 	}
-	if err := env.Client.Create(ctx, render.FencingBindingFor(g.ns, render.ClusterKey(hc))); err != nil {
-		return fmt.Errorf("failed to bind the fencing policy to %s: %w", g.ns, err)
+	if err := env.Client.Create(ctx, render.FencingBinding()); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to bind the fencing policy: %w", err)
 	}
 	namespace := &corev1.Namespace{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: g.ns}, namespace); err != nil {
 		return err
 	}
 	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
+	namespace.Labels[hyperv1.LeaderFencingLabel] = "true"
 	namespace.Annotations = map[string]string{hyperv1.ClusterAnnotation: render.ClusterKey(hc)}
 	if err := env.Client.Update(ctx, namespace); err != nil {
 		return fmt.Errorf("failed to claim namespace %s: %w", g.ns, err)

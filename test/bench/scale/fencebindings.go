@@ -5,8 +5,8 @@
 // The API server's ValidatingAdmissionPolicy plugin matches every binding
 // of a policy whose constraints a request meets against that request, one
 // after another, and parses each binding's namespaceSelector again each
-// time. With one binding per control-plane namespace (render.FencingBinding,
-// today's design), every namespaced write in a control-plane namespace, by
+// time. With one binding per control-plane namespace (what earlier versions
+// applied, render.NamespaceFencingBinding), every namespaced write in a control-plane namespace, by
 // anyone, pays for as many bindings as there are hosted clusters; writes in
 // other namespaces do not, as the policy's own constraints select
 // control-plane namespaces only. The part measures both against two anchors
@@ -33,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -54,12 +53,8 @@ func init() {
 }
 
 const (
-	// fbLabel marks the part's namespaces; the shared binding selects it.
-	fbLabel = "bench.hypershift.openshift.io/fenced"
 	// fbTargets is how many namespaces hold a ConfigMap the part updates.
 	fbTargets = 100
-	// fbSharedBinding names the one binding of the shared design.
-	fbSharedBinding = "control-plane-operator-fencing.bench-shared"
 )
 
 // fbDesign is one configuration of bindings.
@@ -70,34 +65,19 @@ type fbDesign struct {
 
 var fbDesigns = []fbDesign{
 	{name: "no binding (anchor)", bindings: func([]string) []client.Object { return nil }},
-	{name: "one binding for every namespace, by label", bindings: func([]string) []client.Object { return []client.Object{fbShared()} }},
-	{name: "one binding per namespace (today's render.FencingBinding)", bindings: func(namespaces []string) []client.Object {
+	{name: "one binding for every namespace, by label (today's design)", bindings: func([]string) []client.Object { return []client.Object{fbShared()} }},
+	{name: "one binding per namespace (earlier versions)", bindings: func(namespaces []string) []client.Object {
 		out := make([]client.Object, 0, len(namespaces))
 		for _, ns := range namespaces {
-			out = append(out, render.FencingBindingFor(ns, "bench/"+ns))
+			out = append(out, render.NamespaceFencingBinding(ns, "bench/"+ns))
 		}
 		return out
 	}},
 }
 
-// fbShared is the fencing policy bound once, to every namespace the part
-// labels, with the same param as render.FencingBinding's.
-func fbShared() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: fbSharedBinding},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: render.FencingPolicyName,
-			ParamRef: &admissionregistrationv1.ParamRef{
-				Name:                    hyperv1.ControlPlaneOperatorLeaseName,
-				ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
-			},
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{fbLabel: "true"}},
-			},
-		},
-	}
-}
+// fbShared is the fencing policy bound once, to every namespace labelled
+// as fenced, as the hypershift-operator binds it.
+func fbShared() client.Object { return render.FencingBinding() }
 
 // fbRow is one measured configuration.
 type fbRow struct {
@@ -146,7 +126,7 @@ func fenceBindings(ctx context.Context, env *testenv.Env) (string, error) {
 		for i := len(namespaces); i < size; i++ {
 			namespaces = append(namespaces, fmt.Sprintf("fencebench-%05d", i))
 		}
-		if err := fbEnsureNamespaces(ctx, c, namespaces, map[string]string{fbLabel: "true", hyperv1.HostedControlPlaneLabel: "true"}); err != nil {
+		if err := fbEnsureNamespaces(ctx, c, namespaces, map[string]string{render.LeaderFencingLabel: "true", hyperv1.HostedControlPlaneLabel: "true"}); err != nil {
 			return fbMarkdown(rows), err
 		}
 		for _, d := range fbDesigns {
@@ -194,7 +174,7 @@ func fbSizes(list string) ([]int, error) {
 
 // fbPrepare creates the fencing policy when no earlier part did, and
 // deletes the fencing bindings earlier parts left (the hostedclusters part
-// leaves one per HostedCluster), so that the anchor has none.
+// leaves the shared one), so that the anchor has none.
 func fbPrepare(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, render.FencingPolicy()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create the fencing policy: %w", err)
@@ -353,7 +333,7 @@ func fbMarkdown(rows []fbRow) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The fencing policy as the hypershift-operator installs it (render.FencingPolicy), bound three ways in turn on the same API server and namespaces: "+
-		"no binding (the anchor), one binding that selects every control-plane namespace by a label, and one binding per namespace as the operator renders them today (render.FencingBinding). "+
+		"no binding (the anchor), one binding that selects every fenced control-plane namespace by a label, as the operator applies it today (render.FencingBinding), and one binding per namespace, as earlier versions applied them (render.NamespaceFencingBinding). "+
 		"In each, %d clients update ConfigMaps in %d of the namespaces (labelled as control-plane namespaces, which the policy's constraints select) and, with one binding per namespace, also in %d namespaces that are not control-plane namespaces, "+
 		"as a cluster admin (whom the policy's match condition lets through, as it does every writer but a control-plane-operator) for %s after a warm-up, once the API server is idle; "+
 		"the API server's CPU time (user and system, /proc) over the window, per write.\n\n", fbFlags.clients, fbTargets, fbTargets, fbFlags.window)

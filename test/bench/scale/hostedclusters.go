@@ -161,11 +161,7 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 		return "", err
 	}
 	r.fencing = fencing.Unavailable == ""
-	for _, k := range objectKinds {
-		if !k.fencing || r.fencing {
-			r.kinds = append(r.kinds, k)
-		}
-	}
+	r.kinds = objectKinds
 	r.plan(o.count, o.namespaces, releaseImage, releasetest.DockerConfigJSON(host, "bench", "bench"))
 
 	// The HO, its RSS sampled every second until the part ends.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +30,6 @@ type objectKind struct {
 	gvk      schema.GroupVersionKind
 	// name is the object's fixed name, if it has one.
 	name string
-	// fencing marks the kind created only with fencing on.
-	fencing bool
 }
 
 var objectKinds = []objectKind{
@@ -45,7 +42,6 @@ var objectKinds = []objectKind{
 	{kind: "Deployment", resource: "deployments", gvk: appsv1.SchemeGroupVersion.WithKind("Deployment"), name: hyperv1.ControlPlaneOperatorName},
 	{kind: "Lease", resource: "leases", gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease"), name: hyperv1.ControlPlaneOperatorLeaseName},
 	{kind: "ClusterRoleBinding", resource: "clusterrolebindings", gvk: rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding")},
-	{kind: "ValidatingAdmissionPolicyBinding", resource: "validatingadmissionpolicybindings", gvk: admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), fencing: true},
 }
 
 // key is the namespace/name of the object of kind k for the HostedCluster
@@ -55,8 +51,6 @@ func (k objectKind) key(cp, name string) string {
 	switch k.resource {
 	case "namespaces":
 		return "/" + cp
-	case "validatingadmissionpolicybindings":
-		return "/" + render.FencingBindingName(cp)
 	case "clusterrolebindings":
 		return "/" + render.AuthDelegatorBindingName(cp)
 	case "hostedcontrolplanes":
@@ -70,7 +64,7 @@ func (k objectKind) key(cp, name string) string {
 func auditKey(e auditv1.Event) string {
 	ref := e.ObjectRef
 	switch ref.Resource {
-	case "namespaces", "validatingadmissionpolicybindings", "clusterrolebindings":
+	case "namespaces", "clusterrolebindings":
 		return ref.Resource + " /" + ref.Name
 	}
 	return ref.Resource + " " + ref.Namespace + "/" + ref.Name
