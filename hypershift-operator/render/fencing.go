@@ -24,7 +24,7 @@ import (
 // keeps the rule in one place (a fix reaches every cluster at once); one
 // binding keeps what the API server pays per write flat: it matches every
 // binding of a policy against every request the policy matches, parsing
-// each binding's selector again (about 7 us a binding, make bench-scale),
+// each binding's selector again (3.5-7 us a binding, make bench-scale),
 // so a binding per namespace made every write in a control-plane namespace
 // cost 7 ms more at 1,000 hosted clusters. The label keeps the switch per
 // HostedCluster: the hypershift-operator sets it on the control-plane
@@ -110,7 +110,7 @@ func leaderFencingPolicy(name, serviceAccount, holds, marker string) *admissionr
 				// Only control-plane namespaces: the API server matches a
 				// policy's constraints once per request, and only then each
 				// of its bindings (each selector parsed again per request:
-				// about 7 us a binding, make bench-scale, which the
+				// 3.5-7 us a binding, make bench-scale, which the
 				// per-namespace bindings of earlier versions multiplied by
 				// the hosted clusters), so that writes elsewhere on the
 				// management cluster pay for none.
