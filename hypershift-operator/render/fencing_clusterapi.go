@@ -51,15 +51,9 @@ func ClusterAPIFencingBinding() *admissionregistrationv1.ValidatingAdmissionPoli
 }
 
 // NamespaceClusterAPIFencingBindingName names the binding of
-// ClusterAPIFencingPolicy to namespace alone.
+// ClusterAPIFencingPolicy to namespace alone, which earlier versions
+// applied per control-plane namespace (the hypershift-operator deletes those
+// it finds).
 func NamespaceClusterAPIFencingBindingName(namespace string) string {
 	return "cluster-api-fencing." + namespace
-}
-
-// NamespaceClusterAPIFencingBinding binds ClusterAPIFencingPolicy to
-// namespace ns alone, annotated with the HostedCluster key it serves (see
-// NamespaceFencingBinding).
-func NamespaceClusterAPIFencingBinding(ns, clusterKey string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return leaderFencingBinding(NamespaceClusterAPIFencingBindingName(ns), ClusterAPIFencingPolicyName, hyperv1.ClusterAPILeaseName,
-		map[string]string{"kubernetes.io/metadata.name": ns}, map[string]string{hyperv1.ClusterAnnotation: clusterKey})
 }
