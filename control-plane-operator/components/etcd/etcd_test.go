@@ -45,11 +45,15 @@ func TestMembersReachEachOtherByNameWithoutClusterDNS(t *testing.T) {
 		wantCluster string
 		wantAliases []corev1.HostAlias
 		wantBudget  bool
+		// wantElectionTimeout: a lone member elects itself sooner;
+		// members of three keep etcd's default ("").
+		wantElectionTimeout string
 	}{
 		{
 			name: "when SingleReplica, one member names itself", policy: hyperv1.SingleReplica,
-			wantCluster: "etcd-0=https://etcd-0:2380",
-			wantAliases: []corev1.HostAlias{{IP: "10.96.0.11", Hostnames: []string{"etcd-0"}}},
+			wantCluster:         "etcd-0=https://etcd-0:2380",
+			wantAliases:         []corev1.HostAlias{{IP: "10.96.0.11", Hostnames: []string{"etcd-0"}}},
+			wantElectionTimeout: "500",
 		},
 		{
 			name: "when HighlyAvailable, three members resolve to their Services' ClusterIPs and keep a quorum", policy: hyperv1.HighlyAvailable,
@@ -67,6 +71,9 @@ func TestMembersReachEachOtherByNameWithoutClusterDNS(t *testing.T) {
 			args := set.Spec.Template.Spec.Containers[0].Args
 			if got := arg(args, "--initial-cluster"); got != tt.wantCluster {
 				t.Errorf("--initial-cluster = %q, want %q", got, tt.wantCluster)
+			}
+			if got := arg(args, "--election-timeout"); got != tt.wantElectionTimeout {
+				t.Errorf("--election-timeout = %q, want %q", got, tt.wantElectionTimeout)
 			}
 			if got := arg(args, "--initial-advertise-peer-urls"); got != "https://$(POD_NAME):2380" {
 				t.Errorf("--initial-advertise-peer-urls = %q: each member must advertise its own name", got)
