@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,17 +109,23 @@ func (r *Reconciler) releaseHostedControlPlane(ctx context.Context, s *scope) er
 
 // claimNamespace returns the control-plane namespace, creating it with this
 // HostedCluster's claim when it does not exist. The manager's cache holds
-// only namespaces labelled as control-plane namespaces; one it does not hold
-// is read from the API server before the HO tries to create it, so a
-// refused HostedCluster sends no create on every pass.
+// only namespaces labelled as control-plane namespaces, so a namespace it
+// does not hold may still exist (another purpose's, or one the cache has
+// not seen yet): the create's AlreadyExists says so, and the namespace is
+// then read from the API server. A HostedCluster whose status already shows
+// it refused for its namespace reads it first instead, so a refused
+// HostedCluster sends no create on every pass; a new one sends only the
+// create.
 func (r *Reconciler) claimNamespace(ctx context.Context, s *scope) (*corev1.Namespace, bool, error) {
 	key := client.ObjectKey{Name: s.namespace}
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, key, ns); !apierrors.IsNotFound(err) {
 		return ns, false, wrapNamespaceError(s.namespace, err)
 	}
-	if err := r.APIReader.Get(ctx, key, ns); !apierrors.IsNotFound(err) {
-		return ns, false, wrapNamespaceError(s.namespace, err)
+	if refusedForNamespace(s.original) {
+		if err := r.APIReader.Get(ctx, key, ns); !apierrors.IsNotFound(err) {
+			return ns, false, wrapNamespaceError(s.namespace, err)
+		}
 	}
 	desired := render.Namespace(render.Inputs{HostedCluster: s.hc, Fenced: r.Fencing.Active()})
 	err := r.Client.Create(ctx, desired, client.FieldOwner(FieldOwner))
@@ -132,6 +139,13 @@ func (r *Reconciler) claimNamespace(ctx context.Context, s *scope) (*corev1.Name
 	// Another HostedCluster mapping to this name created it first.
 	err = r.APIReader.Get(ctx, key, ns)
 	return ns, false, wrapNamespaceError(s.namespace, err)
+}
+
+// refusedForNamespace reports whether hc's status says the HO refused it
+// because its control-plane namespace is another's.
+func refusedForNamespace(hc *hyperv1.HostedCluster) bool {
+	c := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.ValidConfiguration))
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == hyperv1.ControlPlaneNamespaceConflictReason
 }
 
 func wrapNamespaceError(name string, err error) error {
