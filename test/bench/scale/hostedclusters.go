@@ -106,11 +106,37 @@ type hcRun struct {
 	// its CPU time at the first create and once converged.
 	apiServerPID                            int
 	apiCPUAtFirstCreate, apiCPUAtQuietStart time.Duration
+	// apiRSS and apiHWM are the management kube-apiserver's VmRSS and
+	// VmHWM once converged (at the start of the quiet window).
+	apiRSS, apiHWM int64
 }
 
 // hostedClusters runs the hostedclusters part: see the package comment.
-func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err error) {
+func hostedClusters(ctx context.Context, env *testenv.Env) (string, error) {
+	return hostedClustersWith(ctx, env, hcFlags, "scale-hostedclusters")
+}
+
+// tenThousandCount and tenThousandNamespaces are the hostedclusters10000
+// part's HostedClusters and the namespaces they are spread over (100 per
+// namespace, as the 1,000 are).
+const (
+	tenThousandCount      = 10000
+	tenThousandNamespaces = 100
+)
+
+// hostedClusters10000 runs the hostedclusters part with 10,000
+// HostedClusters into a section of its own (the other flags as given): what
+// one management cluster and one hypershift-operator hold. It runs only when
+// named in -run.
+func hostedClusters10000(ctx context.Context, env *testenv.Env) (string, error) {
 	o := hcFlags
+	o.count, o.namespaces = tenThousandCount, tenThousandNamespaces
+	return hostedClustersWith(ctx, env, o, "scale-hostedclusters-10000")
+}
+
+// hostedClustersWith runs the hostedclusters part with o, set beside the
+// previous run on record in section.
+func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, section string) (markdown string, err error) {
 	switch {
 	case o.count < 1 || o.namespaces < 1 || o.creators < 1:
 		return "", fmt.Errorf("-hostedclusters, -hostedcluster-namespaces and -creators must be positive")
@@ -125,7 +151,7 @@ func hostedClusters(ctx context.Context, env *testenv.Env) (markdown string, err
 	if err != nil {
 		return "", err
 	}
-	previous, err := report.ReadSection(path, "scale-hostedclusters")
+	previous, err := report.ReadSection(path, section)
 	if err != nil {
 		return "", err
 	}

@@ -290,6 +290,9 @@ func (r *hcRun) quiet(ctx context.Context, window time.Duration) error {
 	if r.apiCPUAtQuietStart, err = procCPUTime(r.apiServerPID); err != nil {
 		return fmt.Errorf("failed to read the kube-apiserver's CPU time: %w", err)
 	}
+	if r.apiRSS, r.apiHWM, err = procMemory(r.apiServerPID); err != nil {
+		return fmt.Errorf("failed to read the kube-apiserver's memory: %w", err)
+	}
 	r.quietStart = time.Now()
 	end := r.quietStart.Add(window)
 	fmt.Printf("[%6.1fs] converged; counting the hypershift-operator's writes for %s\n", r.since(r.quietStart), window)

@@ -86,6 +86,7 @@ func (res *hcResult) markdown(o hcOptions) string {
 	row("… its own election Lease writes among them", fmt.Sprint(res.convergingElection))
 	row("hypershift-operator CPU time while converging", res.convergingCPU())
 	row("management kube-apiserver CPU time while converging (every client's requests, this benchmark's polls among them)", res.apiServerCPU())
+	row("management kube-apiserver memory once converged", fmt.Sprintf("VmRSS %s, peak (VmHWM) %s", mib(res.run.apiRSS), mib(res.run.apiHWM)))
 	row("reconciles while converging (controller metrics)", fmt.Sprintf("%s, %.2f per HostedCluster, %.0f errors",
 		thousands(int(res.reconciles(res.settledMetrics, ""))), res.reconciles(res.settledMetrics, "")/res.n(), res.reconciles(res.settledMetrics, "error")))
 	verdict := "0/min, as required"

@@ -37,6 +37,10 @@
 // three anchor timings (leaders/RetryPeriod writes and
 // followers/RetryPeriod reads per second), and the process's memory.
 //
+// The hostedclusters10000 part runs the hostedclusters part with 10,000
+// HostedClusters over 100 namespaces, into a section of its own; it takes
+// long, so it runs only when -run names it.
+//
 // The fencebindings part (fencebindings.go) measures the management API
 // server's CPU time per namespaced write with the fencing policy bound once
 // per control-plane namespace, as the operator does, against no binding
@@ -85,6 +89,8 @@ type part struct {
 	// title heads the section.
 	title string
 	run   func(ctx context.Context, env *testenv.Env) (markdown string, err error)
+	// optIn parts run only when -run names them (they take long).
+	optIn bool
 }
 
 // parts run in this order. A part adds itself here and keeps its flags and
@@ -105,6 +111,13 @@ var parts = []part{
 		},
 	},
 	{
+		name:    "hostedclusters10000",
+		section: "scale-hostedclusters-10000",
+		title:   "Scale: 10,000 HostedClusters held by one management cluster",
+		run:     hostedClusters10000,
+		optIn:   true,
+	},
+	{
 		name:    "fencebindings",
 		section: "scale-fencebindings",
 		title:   "Scale: what fencing costs the management API server per write",
@@ -113,7 +126,7 @@ var parts = []part{
 }
 
 var (
-	runParts    = flag.String("run", "", "Comma-separated parts to run, of: "+partNames()+" (default all).")
+	runParts    = flag.String("run", "", "Comma-separated parts to run, of: "+partNames()+" (default all but hostedclusters10000, which runs only when named).")
 	writeReport = flag.Bool("report", true, "Write the results into docs/benchmarks.md.")
 	timeout     = flag.Duration("timeout", 2*time.Hour, "Give up, stopping everything, after this long.")
 
@@ -194,7 +207,13 @@ func partNames() string {
 
 func selectParts(list string) ([]part, error) {
 	if list == "" {
-		return parts, nil
+		var all []part
+		for _, p := range parts {
+			if !p.optIn {
+				all = append(all, p)
+			}
+		}
+		return all, nil
 	}
 	var selected []part
 	for _, name := range strings.Split(list, ",") {

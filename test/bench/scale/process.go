@@ -68,8 +68,12 @@ func exitStatus(err error) error {
 
 // memory reads the process's current (VmRSS) and peak (VmHWM) resident
 // memory, in bytes, from /proc/<pid>/status.
-func (p *process) memory() (rss, hwm int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.PID()))
+func (p *process) memory() (rss, hwm int64, err error) { return procMemory(p.PID()) }
+
+// procMemory reads process pid's current (VmRSS) and peak (VmHWM) resident
+// memory, in bytes, from /proc/<pid>/status.
+func procMemory(pid int) (rss, hwm int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -99,7 +103,7 @@ func (p *process) memory() (rss, hwm int64, err error) {
 		return 0, 0, err
 	}
 	if hwm == 0 {
-		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.PID())
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 	}
 	return rss, hwm, nil
 }
