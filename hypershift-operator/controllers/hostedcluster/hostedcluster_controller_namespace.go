@@ -144,7 +144,7 @@ func (r *Reconciler) claimNamespace(ctx context.Context, s *scope) (*corev1.Name
 // refusedForNamespace reports whether hc's status says the HO refused it
 // because its control-plane namespace is another's.
 func refusedForNamespace(hc *hyperv1.HostedCluster) bool {
-	c := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.ValidConfiguration))
+	c := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.ValidConfiguration)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == hyperv1.ControlPlaneNamespaceConflictReason
 }
 

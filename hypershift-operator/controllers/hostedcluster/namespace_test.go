@@ -205,9 +205,24 @@ func TestPreexistingNamespaceIsNotAdopted(t *testing.T) {
 		c.hc.Annotations = map[string]string{}
 	}
 	c.hc.Annotations["test/poke"] = "1"
+	poked := time.Now()
 	if err := env.Client.Update(t.Context(), c.hc); err != nil {
 		t.Fatal(err)
 	}
+	// The pass ran: it read the namespace from the API server.
+	testutil.Eventually(t, converge, func() error {
+		events, err := env.AuditEvents()
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.User.Username == user && e.Verb == "get" && e.ObjectRef != nil && e.ObjectRef.Resource == "namespaces" &&
+				e.ObjectRef.Name == name && !e.RequestReceivedTimestamp.Time.Before(poked) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no pass has read namespace %s since the HostedCluster changed", name)
+	})
 	time.Sleep(2 * time.Second)
 	unchanged()
 
