@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/discovery"
@@ -106,28 +107,54 @@ func etcdVersion() string {
 // ProcField returns the value of the first "key: value" line of a /proc
 // file, e.g. MemTotal of /proc/meminfo, made readable.
 func ProcField(path, key string) string {
+	v, ok := procValue(path, key)
+	if !ok {
+		return ""
+	}
+	if kb, ok := strings.CutSuffix(v, " kB"); ok {
+		var n int64
+		if _, err := fmt.Sscan(kb, &n); err == nil {
+			if n < 1<<20 {
+				return fmt.Sprintf("%.0f MiB", float64(n)/(1<<10))
+			}
+			return fmt.Sprintf("%.1f GiB", float64(n)/(1<<20))
+		}
+	}
+	return strings.Join(strings.Fields(v), " ")
+}
+
+// ProcBytes returns, in bytes, the "key: N kB" line of a /proc file, e.g.
+// VmRSS of /proc/<pid>/status.
+func ProcBytes(path, key string) (int64, error) {
+	v, ok := procValue(path, key)
+	if !ok {
+		return 0, fmt.Errorf("no %s in %s", key, path)
+	}
+	kb, ok := strings.CutSuffix(v, " kB")
+	if !ok {
+		return 0, fmt.Errorf("%s in %s is %q, not in kB", key, path, v)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(kb), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s in %s: %w", key, path, err)
+	}
+	return n << 10, nil
+}
+
+// procValue is the trimmed value of the first "key: value" line of a /proc
+// file; false when the file cannot be read or has no such line.
+func procValue(path, key string) (string, bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", false
 	}
 	defer func() { _ = f.Close() }()
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		k, v, ok := strings.Cut(scanner.Text(), ":")
-		if !ok || strings.TrimSpace(k) != key {
-			continue
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
 		}
-		v = strings.TrimSpace(v)
-		if kb, ok := strings.CutSuffix(v, " kB"); ok {
-			var n int64
-			if _, err := fmt.Sscan(kb, &n); err == nil {
-				if n < 1<<20 {
-					return fmt.Sprintf("%.0f MiB", float64(n)/(1<<10))
-				}
-				return fmt.Sprintf("%.1f GiB", float64(n)/(1<<20))
-			}
-		}
-		return strings.Join(strings.Fields(v), " ")
 	}
-	return ""
+	return "", false
 }

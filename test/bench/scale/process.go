@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/operatorprocess"
 )
 
@@ -73,37 +74,12 @@ func (p *process) memory() (rss, hwm int64, err error) { return procMemory(p.PID
 // procMemory reads process pid's current (VmRSS) and peak (VmHWM) resident
 // memory, in bytes, from /proc/<pid>/status.
 func procMemory(pid int) (rss, hwm int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	status := fmt.Sprintf("/proc/%d/status", pid)
+	if rss, err = report.ProcBytes(status, "VmRSS"); err != nil {
 		return 0, 0, err
 	}
-	defer func() { _ = f.Close() }()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		key, value, ok := strings.Cut(scanner.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(value)
-		if len(fields) != 2 || fields[1] != "kB" {
-			continue
-		}
-		n, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch key {
-		case "VmRSS":
-			rss = n << 10
-		case "VmHWM":
-			hwm = n << 10
-		}
-	}
-	if err := scanner.Err(); err != nil {
+	if hwm, err = report.ProcBytes(status, "VmHWM"); err != nil {
 		return 0, 0, err
-	}
-	if hwm == 0 {
-		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 	}
 	return rss, hwm, nil
 }

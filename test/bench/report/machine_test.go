@@ -1,0 +1,36 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestProcBytesAndField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "status")
+	status := "Name:\tkube-apiserver\nVmHWM:\t  346112 kB\nVmRSS:\t  301056 kB\nThreads:\t12\n"
+	if err := os.WriteFile(path, []byte(status), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ProcBytes(path, "VmRSS"); err != nil || got != 301056<<10 {
+		t.Errorf("ProcBytes(VmRSS) = %d, %v; want %d", got, err, 301056<<10)
+	}
+	if got, err := ProcBytes(path, "VmHWM"); err != nil || got != 346112<<10 {
+		t.Errorf("ProcBytes(VmHWM) = %d, %v; want %d", got, err, 346112<<10)
+	}
+	if _, err := ProcBytes(path, "VmSwap"); err == nil {
+		t.Error("ProcBytes(VmSwap) of a status without it: no error")
+	}
+	if _, err := ProcBytes(path, "Threads"); err == nil {
+		t.Error("ProcBytes(Threads), a count not in kB: no error")
+	}
+	if _, err := ProcBytes(filepath.Join(t.TempDir(), "gone"), "VmRSS"); err == nil {
+		t.Error("ProcBytes of a missing file: no error")
+	}
+	if got := ProcField(path, "VmRSS"); got != "294 MiB" {
+		t.Errorf("ProcField(VmRSS) = %q, want 294 MiB", got)
+	}
+	if got := ProcField(path, "Name"); got != "kube-apiserver" {
+		t.Errorf("ProcField(Name) = %q, want kube-apiserver", got)
+	}
+}
