@@ -92,7 +92,7 @@ func TestRenderRefusesBadFlags(t *testing.T) {
 		{name: "when the log level is unknown, it is refused", args: []string{"--log-level=loud"}, want: `invalid --log-level "loud": use debug, info, error or a verbosity from 1 up`},
 		{name: "when the log format is unknown, it is refused", args: []string{"--log-format=text"}, want: `invalid --log-format "text": use json or console`},
 		{name: "when the teardown timeout is negative, it is refused", args: []string{"--teardown-timeout=-1s"}, want: "--teardown-timeout must not be negative"},
-		{name: "when the worker count is negative, it is refused", args: []string{"--max-concurrent-reconciles=-1"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got -1 (0 leaves the operator's default, 10)"},
+		{name: "when the worker count is negative, it is refused", args: []string{"--max-concurrent-reconciles=-1"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got -1 (0 leaves the operator's default, 25)"},
 		{name: "when the worker count is too large, it is refused", args: []string{"--max-concurrent-reconciles=1001"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got 1001"},
 		{name: "when a management network is no CIDR, it is refused", args: []string{"--management-cluster-networks=10.0.0.0"}, want: `--management-cluster-networks: "10.0.0.0" is not an IPv4 CIDR such as 10.128.0.0/14`},
 		{name: "when machine endpoints come without management networks, they are refused", args: []string{"--machine-allowed-endpoints=10.0.0.5:5000"}, want: "--machine-allowed-endpoints needs --management-cluster-networks"},

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// TestMaxConcurrentReconciles: the worker count defaults to 10, takes the
+// TestMaxConcurrentReconciles: the worker count defaults to 25, takes the
 // flag's value, and is refused, in the flag's words, outside 1 to 1000.
 func TestMaxConcurrentReconciles(t *testing.T) {
 	tests := []struct {
@@ -15,8 +15,8 @@ func TestMaxConcurrentReconciles(t *testing.T) {
 		want    int
 		wantErr string
 	}{
-		{args: nil, want: 10},
-		{args: []string{"--max-concurrent-reconciles=25"}, want: 25},
+		{args: nil, want: 25},
+		{args: []string{"--max-concurrent-reconciles=10"}, want: 10},
 		{args: []string{"--max-concurrent-reconciles=1"}, want: 1},
 		{args: []string{"--max-concurrent-reconciles=0"}, wantErr: "--max-concurrent-reconciles must be from 1 to 1000, got 0"},
 		{args: []string{"--max-concurrent-reconciles=1001"}, wantErr: "--max-concurrent-reconciles must be from 1 to 1000, got 1001"},
