@@ -107,8 +107,8 @@ func etcdVersion() string {
 // ProcField returns the value of the first "key: value" line of a /proc
 // file, e.g. MemTotal of /proc/meminfo, made readable.
 func ProcField(path, key string) string {
-	v, ok := procValue(path, key)
-	if !ok {
+	v, ok, err := procValue(path, key)
+	if err != nil || !ok {
 		return ""
 	}
 	if kb, ok := strings.CutSuffix(v, " kB"); ok {
@@ -126,7 +126,10 @@ func ProcField(path, key string) string {
 // ProcBytes returns, in bytes, the "key: N kB" line of a /proc file, e.g.
 // VmRSS of /proc/<pid>/status.
 func ProcBytes(path, key string) (int64, error) {
-	v, ok := procValue(path, key)
+	v, ok, err := procValue(path, key)
+	if err != nil {
+		return 0, err
+	}
 	if !ok {
 		return 0, fmt.Errorf("no %s in %s", key, path)
 	}
@@ -142,19 +145,20 @@ func ProcBytes(path, key string) (int64, error) {
 }
 
 // procValue is the trimmed value of the first "key: value" line of a /proc
-// file; false when the file cannot be read or has no such line.
-func procValue(path, key string) (string, bool) {
+// file; false when it has no such line, an error when it cannot be read (a
+// process that has exited).
+func procValue(path, key string) (string, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", false
+		return "", false, err
 	}
 	defer func() { _ = f.Close() }()
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		k, v, ok := strings.Cut(scanner.Text(), ":")
 		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v), true
+			return strings.TrimSpace(v), true, nil
 		}
 	}
-	return "", false
+	return "", false, scanner.Err()
 }

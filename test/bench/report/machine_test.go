@@ -1,6 +1,8 @@
 package report
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,8 +26,8 @@ func TestProcBytesAndField(t *testing.T) {
 	if _, err := ProcBytes(path, "Threads"); err == nil {
 		t.Error("ProcBytes(Threads), a count not in kB: no error")
 	}
-	if _, err := ProcBytes(filepath.Join(t.TempDir(), "gone"), "VmRSS"); err == nil {
-		t.Error("ProcBytes of a missing file: no error")
+	if _, err := ProcBytes(filepath.Join(t.TempDir(), "gone"), "VmRSS"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ProcBytes of a missing file (a process gone): error %v, want the file's own", err)
 	}
 	if got := ProcField(path, "VmRSS"); got != "294 MiB" {
 		t.Errorf("ProcField(VmRSS) = %q, want 294 MiB", got)
