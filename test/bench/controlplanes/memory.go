@@ -154,5 +154,9 @@ func statsOf(ctx context.Context, cs kubernetes.Interface, node string) (map[str
 
 // residentMemory is a process's VmRSS, in bytes.
 func residentMemory(pid int) (int64, error) {
-	return report.ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
+	sizes, err := report.ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
+	if err != nil {
+		return 0, err
+	}
+	return sizes[0], nil
 }

@@ -107,7 +107,8 @@ func etcdVersion() string {
 // ProcField returns the value of the first "key: value" line of a /proc
 // file, e.g. MemTotal of /proc/meminfo, made readable.
 func ProcField(path, key string) string {
-	v, ok, err := procValue(path, key)
+	values, err := procValues(path)
+	v, ok := values[key]
 	if err != nil || !ok {
 		return ""
 	}
@@ -123,42 +124,52 @@ func ProcField(path, key string) string {
 	return strings.Join(strings.Fields(v), " ")
 }
 
-// ProcBytes returns, in bytes, the "key: N kB" line of a /proc file, e.g.
-// VmRSS of /proc/<pid>/status.
-func ProcBytes(path, key string) (int64, error) {
-	v, ok, err := procValue(path, key)
+// ProcBytes returns, in bytes and in the order of keys, the "key: N kB"
+// lines of a /proc file, read once so that the sizes are of one moment,
+// e.g. VmRSS and VmHWM of /proc/<pid>/status. A file that cannot be read
+// (a process that has exited) gives the read's error.
+func ProcBytes(path string, keys ...string) ([]int64, error) {
+	values, err := procValues(path)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if !ok {
-		return 0, fmt.Errorf("no %s in %s", key, path)
+	sizes := make([]int64, len(keys))
+	for i, key := range keys {
+		v, ok := values[key]
+		if !ok {
+			return nil, fmt.Errorf("no %s in %s", key, path)
+		}
+		kb, ok := strings.CutSuffix(v, " kB")
+		if !ok {
+			return nil, fmt.Errorf("%s in %s is %q, not in kB", key, path, v)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(kb), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s in %s: %w", key, path, err)
+		}
+		sizes[i] = n << 10
 	}
-	kb, ok := strings.CutSuffix(v, " kB")
-	if !ok {
-		return 0, fmt.Errorf("%s in %s is %q, not in kB", key, path, v)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(kb), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s in %s: %w", key, path, err)
-	}
-	return n << 10, nil
+	return sizes, nil
 }
 
-// procValue is the trimmed value of the first "key: value" line of a /proc
-// file; false when it has no such line, an error when it cannot be read (a
-// process that has exited).
-func procValue(path, key string) (string, bool, error) {
+// procValues are the trimmed values of a /proc file's "key: value" lines,
+// by key (the first of each).
+func procValues(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", false, err
+		return nil, err
 	}
 	defer func() { _ = f.Close() }()
+	values := map[string]string{}
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		k, v, ok := strings.Cut(scanner.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v), true, nil
+		if !ok {
+			continue
+		}
+		if k = strings.TrimSpace(k); values[k] == "" {
+			values[k] = strings.TrimSpace(v)
 		}
 	}
-	return "", false, scanner.Err()
+	return values, scanner.Err()
 }

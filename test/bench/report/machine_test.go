@@ -14,13 +14,10 @@ func TestProcBytesAndField(t *testing.T) {
 	if err := os.WriteFile(path, []byte(status), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ProcBytes(path, "VmRSS"); err != nil || got != 301056<<10 {
-		t.Errorf("ProcBytes(VmRSS) = %d, %v; want %d", got, err, 301056<<10)
+	if got, err := ProcBytes(path, "VmRSS", "VmHWM"); err != nil || len(got) != 2 || got[0] != 301056<<10 || got[1] != 346112<<10 {
+		t.Errorf("ProcBytes(VmRSS, VmHWM) = %v, %v; want [%d %d]", got, err, 301056<<10, 346112<<10)
 	}
-	if got, err := ProcBytes(path, "VmHWM"); err != nil || got != 346112<<10 {
-		t.Errorf("ProcBytes(VmHWM) = %d, %v; want %d", got, err, 346112<<10)
-	}
-	if _, err := ProcBytes(path, "VmSwap"); err == nil {
+	if _, err := ProcBytes(path, "VmRSS", "VmSwap"); err == nil {
 		t.Error("ProcBytes(VmSwap) of a status without it: no error")
 	}
 	if _, err := ProcBytes(path, "Threads"); err == nil {

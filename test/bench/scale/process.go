@@ -74,14 +74,11 @@ func (p *process) memory() (rss, hwm int64, err error) { return procMemory(p.PID
 // procMemory reads process pid's current (VmRSS) and peak (VmHWM) resident
 // memory, in bytes, from /proc/<pid>/status.
 func procMemory(pid int) (rss, hwm int64, err error) {
-	status := fmt.Sprintf("/proc/%d/status", pid)
-	if rss, err = report.ProcBytes(status, "VmRSS"); err != nil {
+	sizes, err := report.ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmRSS", "VmHWM")
+	if err != nil {
 		return 0, 0, err
 	}
-	if hwm, err = report.ProcBytes(status, "VmHWM"); err != nil {
-		return 0, 0, err
-	}
-	return rss, hwm, nil
+	return sizes[0], sizes[1], nil
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
