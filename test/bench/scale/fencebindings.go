@@ -37,6 +37,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
@@ -251,14 +252,14 @@ func fbMeasure(ctx context.Context, c client.Client, pid int, targets []string) 
 	if _, err := fbWrite(ctx, c, targets, fbFlags.window/6); err != nil {
 		return fbRow{}, err
 	}
-	before, err := procCPUTime(pid)
+	before, err := report.ProcCPUTime(pid)
 	if err != nil {
 		return fbRow{}, err
 	}
 	start := time.Now()
 	writes, err := fbWrite(ctx, c, targets, fbFlags.window)
 	window := time.Since(start)
-	after, cpuErr := procCPUTime(pid)
+	after, cpuErr := report.ProcCPUTime(pid)
 	if err == nil {
 		err = cpuErr
 	}
@@ -299,7 +300,7 @@ func fbWrite(ctx context.Context, c client.Client, targets []string, d time.Dura
 func fbSettle(ctx context.Context, pid int) error {
 	deadline := time.Now().Add(3 * time.Minute)
 	quiet := 0
-	last, err := procCPUTime(pid)
+	last, err := report.ProcCPUTime(pid)
 	if err != nil {
 		return err
 	}
@@ -313,7 +314,7 @@ func fbSettle(ctx context.Context, pid int) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
-		now, err := procCPUTime(pid)
+		now, err := report.ProcCPUTime(pid)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/test/bench/report"
 )
 
 // create creates the namespaces, then every pull secret and HostedCluster
@@ -74,7 +75,7 @@ func (r *hcRun) converge(ctx context.Context, creators int, every, timeout time.
 		return err
 	}
 	r.apiServerPID = apiserver.Pid
-	if r.apiCPUAtFirstCreate, err = procCPUTime(r.apiServerPID); err != nil {
+	if r.apiCPUAtFirstCreate, err = report.ProcCPUTime(r.apiServerPID); err != nil {
 		return fmt.Errorf("failed to read the kube-apiserver's CPU time: %w", err)
 	}
 	r.firstCreate = time.Now()
@@ -287,7 +288,7 @@ func (r *hcRun) quiet(ctx context.Context, window time.Duration) error {
 	if r.cpuAtQuietStart, err = r.ho.cpuTime(); err != nil {
 		return fmt.Errorf("failed to read the hypershift-operator's CPU time: %w", err)
 	}
-	if r.apiCPUAtQuietStart, err = procCPUTime(r.apiServerPID); err != nil {
+	if r.apiCPUAtQuietStart, err = report.ProcCPUTime(r.apiServerPID); err != nil {
 		return fmt.Errorf("failed to read the kube-apiserver's CPU time: %w", err)
 	}
 	if r.apiRSS, r.apiHWM, err = procMemory(r.apiServerPID); err != nil {

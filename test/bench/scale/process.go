@@ -81,38 +81,9 @@ func procMemory(pid int) (rss, hwm int64, err error) {
 	return sizes[0], sizes[1], nil
 }
 
-// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
-// times: 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
 // cpuTime reads the CPU time (user and system) the process has used so far
 // from /proc/<pid>/stat.
-func (p *process) cpuTime() (time.Duration, error) { return procCPUTime(p.PID()) }
-
-// procCPUTime reads the CPU time (user and system) process pid has used so
-// far from /proc/<pid>/stat.
-func procCPUTime(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in parentheses, may hold spaces: count from after it.
-	i := strings.LastIndexByte(string(data), ')')
-	fields := strings.Fields(string(data)[i+1:])
-	// utime and stime are fields 14 and 15 of the line, 12 and 13 after ")".
-	if i < 0 || len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
-}
+func (p *process) cpuTime() (time.Duration, error) { return report.ProcCPUTime(p.PID()) }
 
 // sampleMemory records the peak VmRSS every interval until the process
 // ends or stop is closed. VmHWM is the kernel's own peak; the samples are a
