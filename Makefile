@@ -233,10 +233,14 @@ bench-nodepools: nodepkgs build testbin clusterbin ## Create NodePools of 1, 3 a
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/nodepools
 
 .PHONY: bench-density
-bench-density: build testbin ## Create single-replica HostedClusters one after another on the local cluster until the next does not serve within a minute or memory is 90% used; how many serve at once; writes docs/benchmarks.md.
+bench-density: nodepkgs build testbin clusterbin ## Create single-replica HostedClusters one after another on the local cluster until the next does not serve within a minute or memory is 90% used; how many serve at once; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes -density
 
+.PHONY: bench-apiserver-levers
+bench-apiserver-levers: testbin ## Measure kube-apiserver settings (GOGC, priority and fairness, watch cache, API groups) one at a time against an anchor run: memory under a small load, CPU time to serve; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/apiserverlevers
+
 .PHONY: bench-controlplanes
-bench-controlplanes: build testbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
+bench-controlplanes: nodepkgs build testbin clusterbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes
 

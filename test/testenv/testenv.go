@@ -49,6 +49,10 @@ type Options struct {
 	APIServerFlags map[string]string
 	// SkipAdmissionPolicies leaves out the project's ValidatingAdmissionPolicies.
 	SkipAdmissionPolicies bool
+	// SkipCRDs leaves out the project's and Cluster API's
+	// CustomResourceDefinitions, and with them the admission policies that
+	// name them: a bare API server, as a hosted cluster's is when it starts.
+	SkipCRDs bool
 	// ControllerManager runs kube-controller-manager's namespace and
 	// garbage-collector controllers, so deleted namespaces really go away.
 	ControllerManager bool
@@ -146,6 +150,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	crdList = append(crdList, capi...)
+	if opts.SkipCRDs {
+		crdList, opts.SkipAdmissionPolicies = nil, true
+	}
 	tempDir, err := os.MkdirTemp("", "testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary directory: %w", err)

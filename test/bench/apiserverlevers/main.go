@@ -1,0 +1,107 @@
+// Command apiserverlevers measures what single kube-apiserver settings
+// save of a hosted cluster's kube-apiserver memory and start-up: one lever
+// at a time, each a fresh kube-apiserver and etcd (test/testenv, without
+// the management cluster's CRDs and policies: a bare API server, as a
+// hosted cluster's is when it starts), against an anchor run with no lever
+// in the same process, first and last (their difference is the noise).
+//
+// Each run starts the API server, times it to serving (CPU time and wall
+// time, from the process's start), then gives it a small load: a few
+// hundred objects (ConfigMaps, Secrets and ServiceAccounts over ten
+// namespaces) and a watch open on every resource that can be watched, as
+// a fresh cluster's controllers and a kubectl user keep; after a settle
+// period it reads the process's memory from /proc: RssAnon (its heap and
+// stacks: what the container's cgroup charges it besides page cache, the
+// working set's part a setting can change) and VmRSS (which also counts
+// its mapped binary).
+//
+//	make bench-apiserver-levers
+//
+// writes the "apiserver-levers" section of docs/benchmarks.md. While
+// developing:
+//
+//	KUBEBUILDER_ASSETS=$PWD/bin go run ./test/bench/apiserverlevers -report=false -levers=gogc50
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/hypershift-le/hypershift/test/bench/report"
+)
+
+var (
+	leversFlag  = flag.String("levers", "", "Only these levers (names, comma-separated), besides the anchor; all when empty.")
+	rounds      = flag.Int("rounds", 2, "Rounds: each measures the anchor, every lever, and the anchor again.")
+	settle      = flag.Duration("settle", 20*time.Second, "How long the API server holds the load before its memory is read.")
+	writeReport = flag.Bool("report", true, "Write the results into docs/benchmarks.md.")
+	timeout     = flag.Duration("timeout", 30*time.Minute, "Give up, stopping everything, after this long.")
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	flag.Parse()
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	chosen := levers
+	if *leversFlag != "" {
+		names := strings.Split(*leversFlag, ",")
+		chosen = slices.DeleteFunc(slices.Clone(levers), func(l lever) bool { return !slices.Contains(names, l.name) })
+		if len(chosen) != len(names) {
+			fmt.Fprintf(os.Stderr, "unknown lever in -levers %q; known: %s\n", *leversFlag, leverNames())
+			return 2
+		}
+	}
+	begun := time.Now()
+	var results []result
+	var machine string
+	for round := range *rounds {
+		for _, l := range append(append([]lever{anchor}, chosen...), anchor) {
+			fmt.Printf("round %d, %s: running...\n", round+1, l.name)
+			r, m, err := measure(ctx, l, *settle)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "FAIL: %s: %v\n", l.name, err)
+				return 1
+			}
+			if machine == "" {
+				machine = m
+				fmt.Printf("machine: %s\n", machine)
+			}
+			results = append(results, r)
+			fmt.Println(r.line())
+		}
+	}
+	body := section(machine, time.Since(begun), results)
+	fmt.Println()
+	fmt.Println(body)
+	if !*writeReport {
+		return 0
+	}
+	path, err := report.File()
+	if err == nil {
+		err = report.UpdateSection(path, "apiserver-levers", body)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	fmt.Printf("wrote %s\n", path)
+	return 0
+}
