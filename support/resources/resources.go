@@ -82,9 +82,9 @@ var goMemLimit = regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`)
 // container of resources r: GOMEMLIMIT from the annotation
 // memoryLimitAnnotation (Go's syntax, e.g. 800MiB, or a Kubernetes
 // quantity, e.g. 800Mi), else GoMemoryLimitFraction of the memory limit
-// (none without a limit); GOGC from gogcAnnotation (a percentage, or off)
-// when set.
-func GoRuntimeEnv(annotations map[string]string, memoryLimitAnnotation, gogcAnnotation string, r corev1.ResourceRequirements) ([]corev1.EnvVar, error) {
+// (none without a limit); GOGC from gogcAnnotation (a percentage, or off),
+// else defaultGOGC (none when empty: Go's 100).
+func GoRuntimeEnv(annotations map[string]string, memoryLimitAnnotation, gogcAnnotation, defaultGOGC string, r corev1.ResourceRequirements) ([]corev1.EnvVar, error) {
 	var env []corev1.EnvVar
 	switch value, ok := annotations[memoryLimitAnnotation]; {
 	case ok && goMemLimit.MatchString(value):
@@ -105,6 +105,8 @@ func GoRuntimeEnv(annotations map[string]string, memoryLimitAnnotation, gogcAnno
 			return nil, fmt.Errorf("annotation %s is %q: want a percentage above 0 (GOGC, e.g. 50) or off", gogcAnnotation, value)
 		}
 		env = append(env, corev1.EnvVar{Name: "GOGC", Value: value})
+	} else if defaultGOGC != "" {
+		env = append(env, corev1.EnvVar{Name: "GOGC", Value: defaultGOGC})
 	}
 	return env, nil
 }

@@ -61,6 +61,7 @@ func TestGoRuntimeEnv(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
+		gogc        string
 		r           corev1.ResourceRequirements
 		want        string
 		wantErr     string
@@ -71,11 +72,13 @@ func TestGoRuntimeEnv(t *testing.T) {
 		{name: "a quantity in bytes", annotations: map[string]string{memKey: "700Mi"}, r: limited, want: "GOMEMLIMIT=734003200"},
 		{name: "GOGC", annotations: map[string]string{gcKey: "50"}, r: limited, want: "GOMEMLIMIT=858993459 GOGC=50"},
 		{name: "GOGC off", annotations: map[string]string{gcKey: "off"}, want: "GOGC=off"},
+		{name: "the default GOGC", gogc: "50", r: limited, want: "GOMEMLIMIT=858993459 GOGC=50"},
+		{name: "the annotation over the default GOGC", gogc: "50", annotations: map[string]string{gcKey: "100"}, r: limited, want: "GOMEMLIMIT=858993459 GOGC=100"},
 		{name: "bad memory limit", annotations: map[string]string{memKey: "much"}, wantErr: "want a memory size"},
 		{name: "bad GOGC", annotations: map[string]string{gcKey: "-1"}, wantErr: "want a percentage above 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env, err := GoRuntimeEnv(tc.annotations, memKey, gcKey, tc.r)
+			env, err := GoRuntimeEnv(tc.annotations, memKey, gcKey, tc.gogc, tc.r)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
