@@ -35,9 +35,10 @@ const (
 // Resources are each replica's: its working set is 171 MiB p50 idle with
 // DefaultGOGC (make bench-controlplanes, 10 control planes; 209 MiB with
 // Go's default in the run before it on the same machine; VmRSS 297 MiB,
-// which counts its mapped binary too); the limit is about five times that, for lists
-// and watches of a busy cluster, and its Go runtime is told to stay under
-// 80% of it (support/resources.GoRuntimeEnv). The CPU request is what a
+// which counts its mapped binary too). The request keeps the room it had
+// over the 197-212 MiB measured before; the limit is about six times the
+// working set, for lists and watches of a busy cluster, and its Go
+// runtime is told to stay under 80% of it (support/resources.GoRuntimeEnv). The CPU request is what a
 // converged kube-apiserver pod used, 31-32m with its audit-logs container
 // (make bench-controlplanes, 10 control planes, mean over 2 minutes), with
 // room; no CPU limit: it starts (about 7 s of CPU) and serves bursts on
