@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,9 +75,6 @@ func measure(ctx context.Context, l lever, settle time.Duration) (result, string
 			fmt.Fprintf(os.Stderr, "failed to stop the API server and etcd: %v\n", err)
 		}
 	}()
-	for k := range l.env {
-		_ = os.Unsetenv(k) // the API server has it; the clients' Go runtime need not
-	}
 	proc, err := env.Process("kube-apiserver")
 	if err != nil {
 		return r, "", err
@@ -170,11 +168,7 @@ func watchAll(ctx context.Context, cfg *rest.Config) (int, error) {
 
 func hasVerbs(verbs metav1.Verbs, want ...string) bool {
 	for _, v := range want {
-		found := false
-		for _, have := range verbs {
-			found = found || have == v
-		}
-		if !found {
+		if !slices.Contains(verbs, v) {
 			return false
 		}
 	}
