@@ -236,9 +236,9 @@ bench-nodepools: nodepkgs build testbin clusterbin ## Create NodePools of 1, 3 a
 bench-density: nodepkgs build testbin clusterbin ## Create single-replica HostedClusters one after another on the local cluster until the next does not serve within a minute or memory is 90% used; how many serve at once; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/controlplanes -density
 
-.PHONY: bench-apiserver-levers
-bench-apiserver-levers: testbin ## Measure kube-apiserver settings (GOGC, priority and fairness, watch cache, API groups) one at a time against an anchor run: memory under a small load, CPU time to serve; writes docs/benchmarks.md.
-	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/apiserverlevers
+.PHONY: bench-levers
+bench-levers: testbin ## Measure hosted control-plane settings (GOGC; the kube-apiserver's priority and fairness, watch cache, API groups; etcd's snapshot count and quota; kube-controller-manager's controllers) one at a time against an anchor run: memory under a small load, CPU time to serve; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/levers
 
 .PHONY: bench-controlplanes
 bench-controlplanes: nodepkgs build testbin clusterbin ## Create HostedClusters with real control planes on the local cluster (5 one at a time, 10 at once): time to a working API, memory, writes once converged; writes docs/benchmarks.md.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +29,9 @@ var nodeCertificateControllers = []string{
 }
 
 // startControllerManager runs kube-controller-manager as cluster admin
-// against the test API server, with no serving port and no election.
-func (e *Env) startControllerManager(assets string, controllers []string) error {
+// against the test API server, with no serving port and no election;
+// flags replace its arguments of the same names.
+func (e *Env) startControllerManager(assets string, controllers []string, flags map[string]string) error {
 	if len(controllers) == 0 {
 		controllers = controllerManagerControllers
 	}
@@ -51,7 +53,7 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 				"--cluster-signing-"+signer+"-key-file="+filepath.Join(certDir, caKeyFile))
 		}
 	}
-	stop, err := e.startComponent(assets, "kube-controller-manager", append([]string{
+	stop, err := e.startComponent(assets, "kube-controller-manager", withFlags(append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(controllers, ","),
 		// The service account token controller signs with the API server's key.
@@ -62,9 +64,34 @@ func (e *Env) startControllerManager(assets string, controllers []string) error 
 		"--use-service-account-credentials=false",
 		"--concurrent-namespace-syncs=5",
 		"--concurrent-gc-syncs=5",
-	}, signing...)...)
+	}, signing...), flags)...)
 	e.stopControllerManager = stop
 	return err
+}
+
+// StartControllerManager starts kube-controller-manager once the
+// environment runs, as Options.ControllerManager would have at its start,
+// with flags in place of its own of the same names: for measures of the
+// API server alone first. Env.Stop stops it.
+func (e *Env) StartControllerManager(flags map[string]string) error {
+	if e.stopControllerManager != nil {
+		return errors.New("kube-controller-manager already runs")
+	}
+	return e.startControllerManager(e.env.BinaryAssetsDirectory, nil, flags)
+}
+
+// withFlags returns args with flags (by name without the dashes) in place
+// of the arguments of the same names: a repeated list flag would add to
+// the first, not replace it.
+func withFlags(args []string, flags map[string]string) []string {
+	names := slices.Sorted(maps.Keys(flags))
+	args = slices.DeleteFunc(slices.Clone(args), func(arg string) bool {
+		return slices.ContainsFunc(names, func(name string) bool { return strings.HasPrefix(arg, "--"+name+"=") })
+	})
+	for _, name := range names {
+		args = append(args, "--"+name+"="+flags[name])
+	}
+	return args
 }
 
 // startScheduler runs kube-scheduler as cluster admin against the test API

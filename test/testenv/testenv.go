@@ -47,6 +47,9 @@ type Options struct {
 	// the leading dashes (e.g. the audit flags a component renders); they
 	// take precedence over what the other options set.
 	APIServerFlags map[string]string
+	// EtcdFlags are further flags of etcd, by name without the leading
+	// dashes.
+	EtcdFlags map[string]string
 	// SkipAdmissionPolicies leaves out the project's ValidatingAdmissionPolicies.
 	SkipAdmissionPolicies bool
 	// SkipCRDs leaves out the project's and Cluster API's
@@ -60,6 +63,10 @@ type Options struct {
 	// with deployment-controller and replicaset-controller for a cluster
 	// that runs pods).
 	ControllerManagerControllers []string
+	// ControllerManagerFlags are flags of kube-controller-manager, by name
+	// without the leading dashes; each replaces the environment's own of
+	// that name (e.g. controllers, use-service-account-credentials).
+	ControllerManagerFlags map[string]string
 	// ServiceAccountAdmission turns the ServiceAccount admission plugin
 	// back on (envtest turns it off): pods get their ServiceAccount, and
 	// need it to exist. Namespace then waits for the namespace's default
@@ -184,6 +191,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	for name, value := range opts.APIServerFlags {
 		e.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
+	if len(opts.EtcdFlags) > 0 && e.env.ControlPlane.Etcd == nil {
+		e.env.ControlPlane.Etcd = &envtest.Etcd{}
+	}
+	for name, value := range opts.EtcdFlags {
+		e.env.ControlPlane.Etcd.Configure().Set(name, value)
+	}
 	e.Config, err = e.env.Start()
 	if err != nil {
 		_ = os.RemoveAll(tempDir)
@@ -207,7 +220,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		}
 	}
 	if opts.ControllerManager {
-		if err := e.startControllerManager(assets, opts.ControllerManagerControllers); err != nil {
+		if err := e.startControllerManager(assets, opts.ControllerManagerControllers, opts.ControllerManagerFlags); err != nil {
 			_ = e.Stop()
 			return nil, err
 		}
@@ -420,7 +433,8 @@ func (e *Env) awaitDefaultServiceAccount(t testing.TB, namespace string) {
 }
 
 // Process finds a process of the test control plane by its program's name
-// (etcd, kube-apiserver): a child of this test binary. Tests freeze one
+// (etcd, kube-apiserver, kube-controller-manager): a child of this test
+// binary. Tests freeze one
 // (SIGSTOP) to take the API server, or its storage, away.
 func (e *Env) Process(name string) (*os.Process, error) {
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
@@ -428,6 +442,8 @@ func (e *Env) Process(name string) (*os.Process, error) {
 		return nil, err
 	}
 	parent := strconv.Itoa(os.Getpid())
+	// The kernel keeps the first 15 bytes of a program's name.
+	comm := name[:min(len(name), 15)]
 	for _, stat := range stats {
 		raw, err := os.ReadFile(stat)
 		if err != nil {
@@ -440,7 +456,7 @@ func (e *Env) Process(name string) (*os.Process, error) {
 			continue
 		}
 		fields := strings.Fields(line[closing+1:])
-		if line[open+1:closing] != name || len(fields) < 2 || fields[1] != parent {
+		if line[open+1:closing] != comm || len(fields) < 2 || fields[1] != parent {
 			continue
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(line[:open]))

@@ -529,7 +529,7 @@ const (
 	KubeAPIServerGoMemoryLimitAnnotation = "hypershift.openshift.io/kube-apiserver-gomemlimit"
 	// KubeAPIServerGOGCAnnotation sets the kube-apiserver's GOGC (a
 	// percentage, or off); 50 when unset, which keeps its heap about a
-	// fifth smaller than Go's default of 100 (make bench-apiserver-levers).
+	// fifth smaller than Go's default of 100 (make bench-levers).
 	KubeAPIServerGOGCAnnotation = "hypershift.openshift.io/kube-apiserver-gogc"
 )
 

@@ -49,7 +49,7 @@ var Resources = resources.Defaults{CPU: "40m", Memory: "256Mi", MemoryLimit: "1G
 // hypershift.openshift.io/kube-apiserver-gogc annotation says otherwise:
 // its heap may grow by half its live size between collections, not by all
 // of it. Measured one setting at a time against Go's 100 (make
-// bench-apiserver-levers: a bare kube-apiserver with a few hundred objects
+// bench-levers: a bare kube-apiserver with a few hundred objects
 // and a watch on every resource, two runs): its anonymous memory (heap
 // and stacks) 0.79-0.80 of the anchor's (about 152 against 192 MiB); its
 // CPU to start 1.04-1.26 of the anchor's (noise about 20%) and to take the

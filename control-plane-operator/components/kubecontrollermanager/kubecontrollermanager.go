@@ -83,6 +83,12 @@ func (Component) Workload(in component.Inputs) (*component.Workload, error) {
 		pki.KubeControllerManagerKubeconfigSecret, pki.RootCASecret, pki.ServiceAccountKeySecret), nil
 }
 
+// Controllers are the controllers kube-controller-manager runs: the
+// default ones, and the two that make bootstrap tokens work: the signer of
+// the cluster-info ConfigMap a joining node trusts, and the cleaner of
+// expired tokens.
+const Controllers = "*,bootstrapsigner,tokencleaner"
+
 // args is kube-controller-manager's command line.
 func args(hcp *hyperv1.HostedControlPlane, replicas int32) []string {
 	kubeconfig := kubeconfigDir + "/" + pki.KubeconfigKey
@@ -94,10 +100,7 @@ func args(hcp *hyperv1.HostedControlPlane, replicas int32) []string {
 	a = append(a, component.SecurePort(Port)...)
 	a = append(a,
 		"--use-service-account-credentials=true",
-		// The default controllers, and the two that make bootstrap tokens
-		// work: the signer of the cluster-info ConfigMap a joining node
-		// trusts, and the cleaner of expired tokens.
-		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--controllers="+Controllers,
 		"--root-ca-file="+signerDir+"/"+pki.CACertKey,
 		"--cluster-signing-cert-file="+signerDir+"/"+pki.CACertKey,
 		"--cluster-signing-key-file="+signerDir+"/"+pki.CAKeyKey,

@@ -1,26 +1,27 @@
-// Command apiserverlevers measures what single kube-apiserver settings
-// save of a hosted cluster's kube-apiserver memory and start-up: one lever
-// at a time, each a fresh kube-apiserver and etcd (test/testenv, without
-// the management cluster's CRDs and policies: a bare API server, as a
-// hosted cluster's is when it starts), against an anchor run with no lever
-// in the same process, first and last (their difference is the noise).
+// Command levers measures what single settings of a hosted control plane
+// (its kube-apiserver, etcd and kube-controller-manager) save of its
+// memory and cost of its start-up: one lever at a time, each run a fresh
+// etcd and kube-apiserver (test/testenv, without the management cluster's
+// CRDs and policies: a bare API server, as a hosted cluster's is when it
+// starts) and kube-controller-manager with a hosted cluster's controllers,
+// against an anchor run with no lever in the same process, first and last
+// (their difference is the noise).
 //
 // Each run starts the API server, times it to serving (CPU time and wall
-// time, from the process's start), then gives it a small load: a few
-// hundred objects (ConfigMaps, Secrets and ServiceAccounts over ten
-// namespaces) and a watch open on every resource that can be watched, as
-// a fresh cluster's controllers and a kubectl user keep; after a settle
-// period it reads the process's memory from /proc: RssAnon (its heap and
-// stacks: what the container's cgroup charges it besides page cache, the
-// working set's part a setting can change) and VmRSS (which also counts
-// its mapped binary).
+// time, from the process's start), starts the controller manager, then
+// gives them a small load: a few hundred objects (ConfigMaps, Secrets and
+// ServiceAccounts over ten namespaces) and a watch open on every resource
+// that can be watched, as a fresh cluster's controllers and a kubectl user
+// keep; after a settle period it reads each process's memory from /proc:
+// RssAnon (its heap and stacks: what the container's cgroup charges it
+// besides page cache, the working set's part a setting can change), VmRSS
+// and VmHWM (which also count its mapped binary).
 //
-//	make bench-apiserver-levers
+//	make bench-levers
 //
-// writes the "apiserver-levers" section of docs/benchmarks.md. While
-// developing:
+// writes the "levers" section of docs/benchmarks.md. While developing:
 //
-//	KUBEBUILDER_ASSETS=$PWD/bin go run ./test/bench/apiserverlevers -report=false -levers=gogc50
+//	KUBEBUILDER_ASSETS=$PWD/bin go run ./test/bench/levers -report=false -levers=gogc50
 package main
 
 import (
@@ -96,7 +97,7 @@ func run() int {
 	}
 	path, err := report.File()
 	if err == nil {
-		err = report.UpdateSection(path, "apiserver-levers", body)
+		err = report.UpdateSection(path, "levers", body)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hypershift-le/hypershift/control-plane-operator/components/kubecontrollermanager"
 	"github.com/hypershift-le/hypershift/test/bench/report"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -30,6 +32,32 @@ const (
 	serviceAccounts = 5
 )
 
+// programs are the processes measured, in the report's order.
+var programs = []string{"kube-apiserver", "etcd", "kube-controller-manager"}
+
+// controllerManagerFlags are kube-controller-manager's flags as a hosted
+// cluster's runs with (control-plane-operator's kubecontrollermanager),
+// where they differ from the test environment's: its controllers, each
+// controller with its own ServiceAccount's credentials, and the default
+// concurrencies. Its cluster signer is left out: no certificate is signed.
+var controllerManagerFlags = map[string]string{
+	"controllers":                     kubecontrollermanager.Controllers,
+	"use-service-account-credentials": "true",
+	"concurrent-namespace-syncs":      "10",
+	"concurrent-gc-syncs":             "20",
+}
+
+// usage is one process's figures after the settle period.
+type usage struct {
+	// rssAnon, rss and hwm are its RssAnon, VmRSS and VmHWM, in bytes.
+	rssAnon, rss, hwm int64
+	// loadCPU is its CPU time taking the load: opening the watches,
+	// storing the objects and sending their events, acting on them;
+	// idleCPU its CPU time over the settle period, the load in place and
+	// the watches open.
+	loadCPU, idleCPU time.Duration
+}
+
 // result is one run's figures.
 type result struct {
 	lever lever
@@ -38,20 +66,14 @@ type result struct {
 	serving, cpu time.Duration
 	// objects created, watches held open.
 	objects, watches int
-	// rssAnon, rss and hwm are the API server's RssAnon, VmRSS and VmHWM
-	// after the settle period, in bytes.
-	rssAnon, rss, hwm int64
-	// loadCPU is the API server's CPU time taking the load: opening the
-	// watches, storing the objects and sending their events; idleCPU its
-	// CPU time over the settle period, the load in place and its watches
-	// open.
-	loadCPU, idleCPU time.Duration
+	// usage is each program's, by name.
+	usage map[string]usage
 }
 
-// measure starts an API server with lever l, loads it, and reads its
-// memory after settle; it returns the machine line too.
+// measure starts a control plane with lever l, loads it, and reads its
+// processes' memory after settle; it returns the machine line too.
 func measure(ctx context.Context, l lever, settle time.Duration) (result, string, error) {
-	r := result{lever: l}
+	r := result{lever: l, usage: map[string]usage{}}
 	for k, v := range l.env {
 		if err := os.Setenv(k, v); err != nil {
 			return r, "", err
@@ -64,7 +86,7 @@ func measure(ctx context.Context, l lever, settle time.Duration) (result, string
 	}()
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	begun := time.Now()
-	env, err := testenv.Start(startCtx, testenv.Options{SkipCRDs: true, APIServerFlags: l.flags})
+	env, err := testenv.Start(startCtx, testenv.Options{SkipCRDs: true, APIServerFlags: l.apiServerFlags, EtcdFlags: l.etcdFlags})
 	cancel()
 	if err != nil {
 		return r, "", fmt.Errorf("the API server did not start: %w", err)
@@ -72,17 +94,43 @@ func measure(ctx context.Context, l lever, settle time.Duration) (result, string
 	r.serving = time.Since(begun)
 	defer func() {
 		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "failed to stop the API server and etcd: %v\n", err)
+			fmt.Fprintf(os.Stderr, "failed to stop the control plane: %v\n", err)
 		}
 	}()
-	proc, err := env.Process("kube-apiserver")
+	apiServer, err := env.Process("kube-apiserver")
 	if err != nil {
 		return r, "", err
 	}
-	if r.cpu, err = report.ProcCPUTime(proc.Pid); err != nil {
+	if r.cpu, err = report.ProcCPUTime(apiServer.Pid); err != nil {
 		return r, "", err
 	}
 	machine := report.Machine(env)
+	if err := env.StartControllerManager(merged(controllerManagerFlags, l.controllerManagerFlags)); err != nil {
+		return r, "", err
+	}
+	pids := map[string]int{}
+	for _, program := range programs {
+		p, err := env.Process(program)
+		if err != nil {
+			return r, "", err
+		}
+		pids[program] = p.Pid
+	}
+	cpuTimes := func() (map[string]time.Duration, error) {
+		times := map[string]time.Duration{}
+		for program, pid := range pids {
+			t, err := report.ProcCPUTime(pid)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", program, err)
+			}
+			times[program] = t
+		}
+		return times, nil
+	}
+	before, err := cpuTimes()
+	if err != nil {
+		return r, "", err
+	}
 
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -94,27 +142,35 @@ func measure(ctx context.Context, l lever, settle time.Duration) (result, string
 	if r.objects, err = createObjects(ctx, cfg); err != nil {
 		return r, "", err
 	}
-	loaded, err := report.ProcCPUTime(proc.Pid)
+	loaded, err := cpuTimes()
 	if err != nil {
 		return r, "", err
 	}
-	r.loadCPU = loaded - r.cpu
 	select {
 	case <-ctx.Done():
 		return r, "", ctx.Err()
 	case <-time.After(settle):
 	}
-	settled, err := report.ProcCPUTime(proc.Pid)
+	settled, err := cpuTimes()
 	if err != nil {
 		return r, "", err
 	}
-	r.idleCPU = settled - loaded
-	sizes, err := report.ProcBytes(fmt.Sprintf("/proc/%d/status", proc.Pid), "RssAnon", "VmRSS", "VmHWM")
-	if err != nil {
-		return r, "", err
+	for program, pid := range pids {
+		sizes, err := report.ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "RssAnon", "VmRSS", "VmHWM")
+		if err != nil {
+			return r, "", fmt.Errorf("%s: %w", program, err)
+		}
+		r.usage[program] = usage{rssAnon: sizes[0], rss: sizes[1], hwm: sizes[2],
+			loadCPU: loaded[program] - before[program], idleCPU: settled[program] - loaded[program]}
 	}
-	r.rssAnon, r.rss, r.hwm = sizes[0], sizes[1], sizes[2]
 	return r, machine, nil
+}
+
+// merged is base with over's entries in place of its own.
+func merged(base, over map[string]string) map[string]string {
+	m := maps.Clone(base)
+	maps.Copy(m, over)
+	return m
 }
 
 // watchAll opens a watch, over every namespace, on every resource the API
