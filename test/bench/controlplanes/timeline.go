@@ -28,7 +28,8 @@ const servedStep = "first successful hosted request"
 // of each workload, each component's first pod created, scheduled (bound
 // to a node, after its volume was provisioned), running (every container
 // started, as its kubelet reports) and Ready, the control-plane-operator's
-// first Lease write (it leads) and its first and kubeconfig Secrets, and
+// first Lease write (it leads), its first pass's steps (cpoReadSteps, its
+// finalizer, its first Service) and its first and kubeconfig Secrets, and
 // the user's kubeconfig copy.
 func (b *bench) timelineOf(name string, created time.Time, served time.Duration) (timeline, error) {
 	events, err := b.lc.Env.AuditEvents()
@@ -46,10 +47,16 @@ func (b *bench) timelineOf(name string, created time.Time, served time.Duration)
 	apps := map[string]string{} // pod name -> app label
 	for _, e := range auditlog.Requests(events) {
 		ref := e.ObjectRef
-		if ref == nil || !auditlog.Succeeded(e) || !auditlog.IsWrite(e) {
+		if ref == nil || !auditlog.Succeeded(e) {
 			continue
 		}
 		at := e.StageTimestamp.Time
+		if !auditlog.IsWrite(e) {
+			if ref.Namespace == ns && e.User.Username == cpo {
+				cpoReadSteps(e, mark)
+			}
+			continue
+		}
 		switch {
 		case ref.Resource == "hostedclusters" && ref.Subresource == "" && ref.Namespace == namespace && ref.Name == name && e.Verb == "create":
 			mark("HostedCluster created", at)
@@ -62,6 +69,10 @@ func (b *bench) timelineOf(name string, created time.Time, served time.Duration)
 			mark(ref.Name+": workload written", at)
 		case ref.Resource == "leases" && e.User.Username == cpo:
 			mark("control-plane-operator leads (first Lease write)", at)
+		case ref.Resource == "hostedcontrolplanes" && ref.Subresource == "" && e.User.Username == cpo:
+			mark("control-plane-operator: first pass (HostedControlPlane finalizer)", at)
+		case ref.Resource == "services" && e.User.Username == cpo:
+			mark("control-plane-operator: first Service written", at)
 		case ref.Resource == "secrets" && e.User.Username == cpo:
 			mark("control-plane-operator: first Secret (PKI)", at)
 			if ref.Name == hyperv1.AdminKubeconfigSecretName {
@@ -72,6 +83,23 @@ func (b *bench) timelineOf(name string, created time.Time, served time.Duration)
 		}
 	}
 	return t, nil
+}
+
+// cpoReadSteps marks the control-plane-operator's first reads in its
+// namespace: its caches' first list (they start once it leads), its first
+// pass's read of the pull secret past the cache (the release phase, which
+// comes first), and its first other Secret read past the cache (the PKI
+// phase confirming what it will write).
+func cpoReadSteps(e auditv1.Event, mark func(string, time.Time)) {
+	ref, at := e.ObjectRef, e.StageTimestamp.Time
+	switch {
+	case e.Verb == "list" && ref.Resource != "leases": // its elector lists its Lease first
+		mark("control-plane-operator: caches start (first list)", at)
+	case e.Verb == "get" && ref.Resource == "secrets" && ref.Name == hyperv1.PullSecretName:
+		mark("control-plane-operator: pull secret read (release phase)", at)
+	case e.Verb == "get" && ref.Resource == "secrets":
+		mark("control-plane-operator: PKI Secrets confirmed past the cache (first read)", at)
+	}
 }
 
 // podSteps marks a component's first pod created, scheduled, running and
