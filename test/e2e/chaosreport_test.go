@@ -95,11 +95,7 @@ func writeChaosReport(t *testing.T, rounds []chaosRound, budget time.Duration, m
 	}
 	w("\nFailed hosted requests are counted, not judged here: the stories bound them (none for a kubelet restart, a drain or a cut-off node; for a lost node, only until its kube-apiserver leaves the Service's endpoints, `apiFailuresAfterNotReady`). A failure outside those bounds in this table is a finding to chase with `make test-e2e`.\n")
 	t.Logf("\n%s", b.String())
-	path, err := report.File()
-	if err == nil {
-		err = report.UpdateSection(path, "chaos", b.String())
-	}
-	if err != nil {
+	if _, err := report.Write("chaos", b.String()); err != nil {
 		t.Errorf("failed to write the chaos section of docs/benchmarks.md: %v", err)
 	}
 }

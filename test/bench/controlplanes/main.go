@@ -126,10 +126,7 @@ func run() int {
 // writeSection replaces the section name of docs/benchmarks.md with body,
 // saying on stderr why it could not.
 func writeSection(name, body string) bool {
-	path, err := report.File()
-	if err == nil {
-		err = report.UpdateSection(path, name, body)
-	}
+	path, err := report.Write(name, body)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "failed to write section %s: %v\n", name, err)
 		return false

@@ -95,10 +95,7 @@ func run() int {
 	if !*writeReport {
 		return 0
 	}
-	path, err := report.File()
-	if err == nil {
-		err = report.UpdateSection(path, "levers", body)
-	}
+	path, err := report.Write("levers", body)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1

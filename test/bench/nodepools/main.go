@@ -114,10 +114,7 @@ func run() int {
 	if !*writeReport {
 		return 0
 	}
-	path, err := report.File()
-	if err == nil {
-		err = report.UpdateSection(path, "nodepools", body)
-	}
+	path, err := report.Write("nodepools", body)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -84,11 +84,7 @@ func run() int {
 	markdown, failures := render(results, machine, report.CommandLine("make bench-outage", "./test/bench/outage"), wall)
 	fmt.Printf("\n%s\nwall time: %s\n", markdown, wall)
 	if *writeReport {
-		path, err := report.File()
-		if err == nil {
-			err = report.UpdateSection(path, "outage", markdown)
-		}
-		if err != nil {
+		if _, err := report.Write("outage", markdown); err != nil {
 			fmt.Fprintf(os.Stderr, "failed to write the report: %v\n", err)
 			return 1
 		}

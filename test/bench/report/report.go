@@ -29,6 +29,16 @@ only its own section. Figures depend on the machine; the ratios against the anch
 measured in the same run are what carry over.
 `
 
+// Write replaces the section called name of File with body, and returns
+// File's path.
+func Write(name, body string) (string, error) {
+	path, err := File()
+	if err != nil {
+		return "", err
+	}
+	return path, UpdateSection(path, name, body)
+}
+
 // UpdateSection replaces the section called name in path (creating the file
 // and the section when missing) with body.
 func UpdateSection(path, name, body string) error {
