@@ -169,6 +169,45 @@ func TestCrashTakeover(t *testing.T) {
 	if v := auditlog.OutsideHoldings(successfulWrites(t, cp.namespace, a.user, b.user), auditlog.ByUser); len(v) != 0 {
 		t.Fatalf("writes outside their writer's holding: %v", v)
 	}
+	assertCachesFilledBeforeLeading(t, cp, b.user)
+}
+
+// assertCachesFilledBeforeLeading checks that user, a CPO that came to
+// lead, had begun to list and watch every kind its controllers watch while
+// it stood by (an informer's first sync is a list, or a watch that sends
+// the initial events): its first pass as leader started from warm caches,
+// with no list or watch begun after its first Lease write.
+func assertCachesFilledBeforeLeading(t *testing.T, cp *controlPlane, user string) {
+	t.Helper()
+	var led time.Time
+	for _, w := range successfulWrites(t, cp.namespace, user) {
+		if w.Lease() {
+			led = w.At
+			break
+		}
+	}
+	if led.IsZero() {
+		t.Fatalf("%s never wrote the Lease", user)
+	}
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := 0
+	for _, e := range auditlog.Requests(events) {
+		if e.User.Username != user || (e.Verb != "list" && e.Verb != "watch") || e.ObjectRef == nil || e.ObjectRef.Resource == "leases" {
+			continue
+		}
+		if e.RequestReceivedTimestamp.After(led) {
+			t.Errorf("%s began to %s %s %.2fs after it came to lead: its caches were not filled while it stood by",
+				user, e.Verb, e.ObjectRef.Resource, e.RequestReceivedTimestamp.Sub(led).Seconds())
+			continue
+		}
+		before++
+	}
+	if before == 0 {
+		t.Errorf("%s listed and watched nothing before it came to lead", user)
+	}
 }
 
 // TestLeaseTampered overwrites the holder as an admin: the leader exits

@@ -133,6 +133,9 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := hostedcontrolplane.WarmCache(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	identity := elector.Identity()
 	log := ctrl.LoggerFrom(ctx)
 	fenced := &hostedcontrolplane.FencedWrites{}

@@ -45,14 +45,37 @@ type Applier struct {
 // nothing would change. It returns whether it sent an apply. desired is not
 // modified.
 func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error) {
+	_, sent, err := a.applyAndRead(ctx, desired)
+	return sent, err
+}
+
+// ApplyInto is Apply that also fills into, an object of desired's kind,
+// with the object as the API server last showed it: its answer to the
+// apply, or the live object read when nothing was sent. What the API
+// server set on the write (a Service's ClusterIP) is known at once, not
+// when a cache has seen the write.
+func (a Applier) ApplyInto(ctx context.Context, desired, into client.Object) (bool, error) {
+	got, sent, err := a.applyAndRead(ctx, desired)
+	if err != nil {
+		return sent, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, into); err != nil {
+		return sent, fmt.Errorf("failed to read back %s %s: %w", got.GetKind(), client.ObjectKeyFromObject(desired), err)
+	}
+	return sent, nil
+}
+
+// applyAndRead is Apply, and returns the object as the API server last
+// showed it.
+func (a Applier) applyAndRead(ctx context.Context, desired client.Object) (*unstructured.Unstructured, bool, error) {
 	scheme := a.Client.Scheme()
 	gvk, err := apiutil.GVKForObject(desired, scheme)
 	if err != nil {
-		return false, fmt.Errorf("failed to find the kind of %T: %w", desired, err)
+		return nil, false, fmt.Errorf("failed to find the kind of %T: %w", desired, err)
 	}
 	want, err := toUnstructured(desired)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	want.SetGroupVersionKind(gvk)
 
@@ -68,16 +91,16 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 	case err == nil:
 		owned, err := ownsOnly(live, a.FieldOwner, want.Object)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if owned && Contains(live.Object, want.Object) {
-			return false, nil
+			return live, false, nil
 		}
 		if err := a.clearExclusive(ctx, gvk, want, live); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("failed to get %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
+		return nil, false, fmt.Errorf("failed to get %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
 
 	key := client.ObjectKeyFromObject(desired)
@@ -86,22 +109,26 @@ func (a Applier) Apply(ctx context.Context, desired client.Object) (bool, error)
 		// Another manager's list entries can make the merged object
 		// invalid (two ports with one name): replace those lists, then
 		// apply again.
-		if replaced, rerr := a.replaceLists(ctx, gvk, want, live); rerr != nil || !replaced {
-			return false, errors.Join(fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, key, err), rerr)
+		if replaced, rerr := a.replaceLists(ctx, gvk, want, live); rerr != nil || replaced == nil {
+			return nil, false, errors.Join(fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, key, err), rerr)
 		}
 		got, err = a.apply(ctx, want)
 	}
 	if err != nil {
-		return false, fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, key, err)
+		return nil, false, fmt.Errorf("failed to apply %s %s: %w", gvk.Kind, key, err)
 	}
 	if !Contains(got.Object, want.Object) {
 		// Applied, but another manager's list entries remain: without
 		// this every pass would apply again.
-		if _, err := a.replaceLists(ctx, gvk, want, got); err != nil {
-			return false, err
+		patched, err := a.replaceLists(ctx, gvk, want, got)
+		if err != nil {
+			return nil, true, err
+		}
+		if patched != nil {
+			got = patched
 		}
 	}
-	return true, nil
+	return got, true, nil
 }
 
 // apply sends want as a server-side apply and returns the object the API

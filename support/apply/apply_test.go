@@ -263,3 +263,70 @@ func service(ns string) *corev1.Service {
 		},
 	}
 }
+
+// TestApplyIntoShowsWhatTheAPIServerSet checks that ApplyInto fills in
+// what the API server set on the write (a Service's ClusterIP) from its
+// answer, while a cache has not seen the write yet; that a converged apply
+// fills it from the live object without a request; and that a repair
+// shows the repaired object.
+func TestApplyIntoShowsWhatTheAPIServerSet(t *testing.T) {
+	ns := env.Namespace(t)
+	user, err := env.AddUser("apply-into", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers, err := cache.New(user, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(t.Context()) }()
+	c, err := client.New(user, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := apply.Applier{Client: c, FieldOwner: "apply-into"}
+
+	first := &corev1.Service{}
+	if sent, err := a.ApplyInto(t.Context(), service(ns), first); err != nil || !sent {
+		t.Fatalf("the first apply: sent %v, %v", sent, err)
+	}
+	if first.Spec.ClusterIP == "" || first.ResourceVersion == "" {
+		t.Fatalf("the first apply's answer has ClusterIP %q, resourceVersion %q: want both set by the API server", first.Spec.ClusterIP, first.ResourceVersion)
+	}
+	cached := &corev1.Service{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(first), cached); err == nil && cached.ResourceVersion == first.ResourceVersion {
+		t.Log("the cache had seen the write already: the answer was not needed this time")
+	}
+
+	// Once the cache holds it, nothing is sent and the live object is shown.
+	var again corev1.Service
+	testutil.Eventually(t, 10*time.Second, func() error {
+		again = corev1.Service{}
+		sent, err := a.ApplyInto(t.Context(), service(ns), &again)
+		if err == nil && sent {
+			err = errors.New("the apply was sent again")
+		}
+		return err
+	})
+	if again.Spec.ClusterIP != first.Spec.ClusterIP || again.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("a converged apply shows ClusterIP %q at %s, want %q at %s", again.Spec.ClusterIP, again.ResourceVersion, first.Spec.ClusterIP, first.ResourceVersion)
+	}
+
+	// A repair shows the repaired object: a container someone added is
+	// removed by a patch after the apply, whose answer is the one shown.
+	direct := apply.Applier{Client: env.Client, FieldOwner: "apply-into"}
+	if _, err := direct.Apply(t.Context(), deployment(ns, 1)); err != nil {
+		t.Fatal(err)
+	}
+	sidecar := client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"example.com/sidecar:1"}]}}}}`))
+	if err := env.Client.Patch(t.Context(), deployment(ns, 1), sidecar, client.FieldOwner("tamperer")); err != nil {
+		t.Fatal(err)
+	}
+	repaired := &appsv1.Deployment{}
+	if sent, err := direct.ApplyInto(t.Context(), deployment(ns, 1), repaired); err != nil || !sent {
+		t.Fatalf("the repair: sent %v, %v", sent, err)
+	}
+	if c := repaired.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "demo" {
+		t.Fatalf("ApplyInto shows containers %v after the repair, want only demo", c)
+	}
+}

@@ -54,7 +54,7 @@ func (a Applier) clearExclusive(ctx context.Context, gvk schema.GroupVersionKind
 	if len(patch) == 0 {
 		return nil
 	}
-	if err := a.mergePatch(ctx, gvk, live, patch); err != nil {
+	if _, err := a.mergePatch(ctx, gvk, live, patch); err != nil {
 		return fmt.Errorf("failed to clear fields that %s %s forbids: %w", gvk.Kind, client.ObjectKeyFromObject(live), err)
 	}
 	return nil
@@ -64,19 +64,20 @@ func (a Applier) clearExclusive(ctx context.Context, gvk schema.GroupVersionKind
 // does not hold as want has it. An apply merges list entries and cannot
 // remove an entry another field manager owns (a port someone changed, a
 // container someone added): the object would never converge, and every
-// pass would apply again. A merge patch replaces a list whole. It reports
-// whether it sent the patch.
-func (a Applier) replaceLists(ctx context.Context, gvk schema.GroupVersionKind, want, got *unstructured.Unstructured) (bool, error) {
+// pass would apply again. A merge patch replaces a list whole. It returns
+// the API server's answer to the patch, or nil when it sent none.
+func (a Applier) replaceLists(ctx context.Context, gvk schema.GroupVersionKind, want, got *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	patch := map[string]any{}
 	differingLists(want.Object, got.Object, nil, patch)
 	delete(patch, "metadata")
 	if len(patch) == 0 {
-		return false, nil
+		return nil, nil
 	}
-	if err := a.mergePatch(ctx, gvk, got, patch); err != nil {
-		return false, fmt.Errorf("failed to replace lists of %s %s that another field manager keeps entries in: %w", gvk.Kind, client.ObjectKeyFromObject(got), err)
+	patched, err := a.mergePatch(ctx, gvk, got, patch)
+	if err != nil {
+		return nil, fmt.Errorf("failed to replace lists of %s %s that another field manager keeps entries in: %w", gvk.Kind, client.ObjectKeyFromObject(got), err)
 	}
-	return true, nil
+	return patched, nil
 }
 
 // differingLists adds to patch, at its path, every list under want that got
@@ -96,11 +97,11 @@ func differingLists(want, got any, path []string, patch map[string]any) {
 }
 
 // mergePatch sends a JSON merge patch to the object of kind gvk named like
-// key, as the owner.
-func (a Applier) mergePatch(ctx context.Context, gvk schema.GroupVersionKind, key client.Object, patch map[string]any) error {
+// key, as the owner, and returns the API server's answer.
+func (a Applier) mergePatch(ctx context.Context, gvk schema.GroupVersionKind, key client.Object, patch map[string]any) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(patch)
 	if err != nil {
-		return fmt.Errorf("failed to encode a patch: %w", err)
+		return nil, fmt.Errorf("failed to encode a patch: %w", err)
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
@@ -110,5 +111,8 @@ func (a Applier) mergePatch(ctx context.Context, gvk schema.GroupVersionKind, ke
 	if a.DryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	return a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data), opts...)
+	if err := a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
+		return nil, err
+	}
+	return obj, nil
 }

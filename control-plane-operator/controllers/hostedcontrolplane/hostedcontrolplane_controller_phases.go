@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,9 +31,11 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, s *scope) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// reconcileServices applies every component's Services and reads back
-// their ClusterIPs, which the certificates and the workloads need, and the
-// endpoint the kube-apiserver is published at.
+// reconcileServices applies every component's Services and reads their
+// ClusterIPs, which the certificates and the workloads need, and the
+// endpoint the kube-apiserver is published at, from what the API server
+// answered (or, when nothing was sent, from the live object): a Service
+// just created has its address at once, not when the cache sees it.
 func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Result, error) {
 	apply := r.applier()
 	s.clusterIPs = map[string]string{}
@@ -42,18 +43,11 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Resu
 	waiting := false
 	for _, c := range s.components {
 		for _, svc := range c.Services(s.hcp) {
-			if _, err := apply.Apply(ctx, svc); s.refused(err) {
+			got := &corev1.Service{}
+			if _, err := apply.ApplyInto(ctx, svc, got); s.refused(err) {
 				continue
 			} else if err != nil {
 				return ctrl.Result{}, err
-			}
-			got := &corev1.Service{}
-			switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), got); {
-			case apierrors.IsNotFound(err):
-				waiting = true // the cache has not seen it yet
-				continue
-			case err != nil:
-				return ctrl.Result{}, fmt.Errorf("failed to get Service %s: %w", svc.Name, err)
 			}
 			waiting = waiting || got.Spec.ClusterIP == ""
 			s.clusterIPs[svc.Name] = got.Spec.ClusterIP

@@ -2,6 +2,7 @@ package hostedcontrolplane
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,6 +37,24 @@ func CacheOptions(namespace, name string) cache.Options {
 			&corev1.Secret{}:              {Label: componentSelector},
 		},
 	}
+}
+
+// WarmCache has c run the informers of every kind the controller watches
+// from the process's start, on a standby too, before any term sets the
+// controller up: a replica that comes to lead finds them synced, or
+// syncing since it started, and its first pass does not wait for a list of
+// each kind after the Lease. It only reads. c must not have started.
+func WarmCache(ctx context.Context, c cache.Cache) error {
+	objs := []client.Object{&hyperv1.HostedControlPlane{}}
+	for _, kind := range controlplanekinds.All {
+		objs = append(objs, kind.New())
+	}
+	for _, obj := range objs {
+		if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("failed to start the cache of %T: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 // SetupWithManager registers the controller, which watches the component
