@@ -133,6 +133,8 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	// The caches fill from the start, on a standby too (reads only): a
+	// replica that comes to lead starts its first pass from them.
 	if err := hostedcontrolplane.WarmCache(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
