@@ -97,8 +97,9 @@ type hcRun struct {
 	// election are the HO's own election timings (its flags' defaults).
 	election string
 
-	// The milestones.
-	operatorStarted, firstCreate, allCreated, firstComplete, allObjects, settled, drained, quietStart, quietEnd time.Time
+	// The milestones. settledButSilence is when every status was
+	// complete but for the silent CPO Lease (waitingForSilence).
+	operatorStarted, firstCreate, allCreated, firstComplete, allObjects, settledButSilence, settled, drained, quietStart, quietEnd time.Time
 	// cpuAt are the HO's CPU time at the first create, at the start of the
 	// quiet window and at its end.
 	cpuAtFirstCreate, cpuAtQuietStart, cpuAtQuietEnd time.Duration

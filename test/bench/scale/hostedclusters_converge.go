@@ -121,6 +121,9 @@ func (r *hcRun) converge(ctx context.Context, creators int, every, timeout time.
 			if len(pending) > 0 {
 				line += " (waiting: " + summarize(pending) + ")"
 			}
+			if settled+pending[waitingForSilence] == n && r.settledButSilence.IsZero() {
+				r.settledButSilence = time.Now()
+			}
 			if settled == n {
 				r.settled = time.Now()
 			}
@@ -230,10 +233,15 @@ func (r *hcRun) statusPending(hc *hyperv1.HostedCluster) string {
 	// duration without a holder, Available says so, and that is the
 	// HostedCluster's last status change.
 	if a := meta.FindStatusCondition(hc.Status.Conditions, hyperv1.Available); a == nil || a.Reason != hyperv1.ControlPlaneOperatorSilentReason {
-		return hyperv1.Available + " (waiting for the silent Lease to show)"
+		return waitingForSilence
 	}
 	return ""
 }
+
+// waitingForSilence is why a status that is complete but for the silent
+// CPO Lease is pending: no operator may report that before the Lease has
+// gone its lease duration unheld, however fast it works.
+const waitingForSilence = hyperv1.Available + " (waiting for the silent Lease to show)"
 
 // drain waits until the HO's work queue is empty and no reconcile runs:
 // the reconciles the last creates and status writes caused are done. It

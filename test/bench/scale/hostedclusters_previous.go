@@ -19,6 +19,7 @@ var headline = []struct {
 	re   *regexp.Regexp
 }{
 	{"every HostedCluster complete, s after the first create", regexp.MustCompile(`\| \*\*every HostedCluster complete\*\* \| \*\*([0-9.]+) s\*\*`)},
+	{"every status complete but the silent CPO Lease, s", regexp.MustCompile(`\| every status complete but the silent CPO Lease \| ([0-9.]+) s`)},
 	{"every status complete, s", regexp.MustCompile(`\| every status complete \| ([0-9.]+) s`)},
 	{"converged (work queue empty), s", regexp.MustCompile(`\| the operator's work queue empty \(converged\) \| ([0-9.]+) s`)},
 	{"create to complete p50, s", regexp.MustCompile(`\| create to complete, per HostedCluster \| p50 ([0-9.]+) s`)},

@@ -74,6 +74,8 @@ func (res *hcResult) markdown(o hcOptions) string {
 	row("all HostedClusters and pull secrets created", secs(r.allCreated)+" after the first create")
 	row("first HostedCluster complete", fmt.Sprintf("%s after the first create (audit log; first poll that saw one: %s)", secs(res.firstDone), secs(r.firstComplete)))
 	row("**every HostedCluster complete**", "**"+secs(r.allObjects)+"** after the first create")
+	row("every status complete but the silent CPO Lease", secs(r.settledButSilence)+" after the first create: all of the status above but Available=Unknown (ControlPlaneOperatorSilent), "+
+		"which no operator may report before a CPO Lease has gone its lease duration unheld; the operator's own work, without that rule's wait")
 	row("every status complete", secs(r.settled)+" after the first create")
 	row("the operator's work queue empty (converged)", secs(r.drained)+" after the first create")
 	row("create to complete, per HostedCluster", fmt.Sprintf("p50 %.1f s, p90 %.1f s, max %.1f s", res.percentile(0.5).Seconds(), res.percentile(0.9).Seconds(), res.percentile(1).Seconds()))
