@@ -155,4 +155,11 @@
 // (a pod created by hand under a gone pod's name) only makes the parent
 // more careful: it judges the pod that has the name now, sees it run, and
 // leaves the Lease alone.
+//
+// # Shards: several Leases, several replicas at work
+//
+// Manager.AddShards splits a process's keyed leader-only work over several
+// Leases, one per shard, each campaigned for by this same elector; a
+// candidate contends (Config.Contend) only for the shards assigned to it
+// among the live replicas, which member Leases tell. See shards.go.
 package leaderelection

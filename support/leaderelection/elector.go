@@ -36,6 +36,11 @@ type Config struct {
 	// NoRelease leaves the Lease held when Run's context ends, as a crashed
 	// process would. For tests and benchmarks.
 	NoRelease bool
+	// Contend, when set, is asked each time the Lease may be taken (free,
+	// or expired by the follower's rules): while it says no, the candidate
+	// only follows, asking again every retry period. A shard's candidate
+	// takes its Lease only while the shard is assigned to it (shards.go).
+	Contend func() bool
 }
 
 // Elector campaigns for one Lease; see the package documentation.
@@ -49,6 +54,7 @@ type Elector struct {
 	clock     clock.WithTicker
 	log       logr.Logger
 	release   bool
+	contend   func() bool
 
 	mu     sync.Mutex
 	status Status
@@ -104,6 +110,7 @@ func newElector(cfg Config, api leaseAPI) *Elector {
 		clock:     c,
 		log:       cfg.Log.WithValues("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity),
 		release:   !cfg.NoRelease,
+		contend:   cfg.Contend,
 	}
 	e.api = trackedAPI{api: api, e: e}
 	return e

@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -647,5 +648,43 @@ func TestFollowerPrefersTheIncumbentAfterAnOutage(t *testing.T) {
 				t.Fatalf("after the incumbent's renewal the follower waits %s, want the lease duration", w.d)
 			}
 		})
+	}
+}
+
+// TestContendGatesTheTakeover: a candidate whose Contend says no takes
+// nothing, not even a Lease nobody holds, and asks again every retry
+// period; once it says yes, the candidate takes the Lease.
+func TestContendGatesTheTakeover(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	var contend atomic.Bool
+	c := &candidate{done: make(chan error, 1), waits: make(chan waitAt, 1000), leadCtx: make(chan context.Context, 1)}
+	c.e = newElector(Config{Namespace: "ns", Name: "lease", Identity: "a", Timings: timings, Clock: clk, Contend: contend.Load}, api)
+	c.e.onWait = func(d time.Duration, ok bool) { c.waits <- waitAt{d, ok} }
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		c.done <- c.e.Run(ctx, func(ctx context.Context) error { c.leadCtx <- ctx; <-ctx.Done(); return nil })
+	}()
+	defer func() {
+		cancel()
+		if err := c.awaitExit(t); err != nil {
+			t.Errorf("the candidate returned %v", err)
+		}
+	}()
+
+	for range 3 {
+		if w := c.settle(t); !w.ok || w.d != timings.RetryPeriod {
+			t.Fatalf("while it may not contend it waits %v, want the retry period %s", w, timings.RetryPeriod)
+		}
+		clk.Step(timings.RetryPeriod)
+	}
+	c.settle(t)
+	if n := api.count("create") + api.count("update"); n != 0 || c.leading() {
+		t.Fatalf("it wrote the Lease %d times while it might not contend (leading %t)", n, c.leading())
+	}
+	contend.Store(true)
+	clk.Step(timings.RetryPeriod)
+	c.awaitLead(t)
+	if l := api.current(); leasestate.Holder(l) != "a" {
+		t.Fatalf("the Lease is held by %q", leasestate.Holder(l))
 	}
 }

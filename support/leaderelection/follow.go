@@ -22,6 +22,10 @@ func (c *campaign) follow(ctx context.Context, _ func(context.Context) error) (s
 		case wokeByObservation:
 			c.apply(o)
 		case wokeToAct:
+			if c.e.contend != nil && !c.e.contend() {
+				c.retryAt = c.e.clock.Now().Add(c.e.timings.RetryPeriod)
+				continue
+			}
 			if c.tryAcquire(ctx) {
 				return holding, nil
 			}
