@@ -217,6 +217,10 @@ bench-scale: build testbin ## Run 1,000 HostedClusters with the hypershift-opera
 bench-scale-10000: build testbin ## Run 10,000 HostedClusters with one hypershift-operator on one API server (takes about half an hour): converged, writes once converged, the operator's and the API server's memory; writes docs/benchmarks.md.
 	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale -run=hostedclusters10000
 
+.PHONY: bench-scale-replicas
+bench-scale-replicas: build testbin ## Converge 1,000 HostedClusters with 1 hypershift-operator replica, then with 2 and 4 splitting 4 shards, each on a fresh API server (about 15 minutes); ratios against the one replica; writes docs/benchmarks.md.
+	KUBEBUILDER_ASSETS=$(BIN) go run ./test/bench/scale -run=hostedclustersreplicas
+
 CHAOS ?= 20m
 CHAOS_ROUNDS ?= 12
 

@@ -54,6 +54,9 @@ type Options struct {
 	// MaxConcurrentReconciles is the HO's --max-concurrent-reconciles; 0
 	// leaves its default.
 	MaxConcurrentReconciles int
+	// Shards is the HO's --shards; 0 or 1 is one shard. Any value but 0
+	// rolls the HO out with Recreate.
+	Shards int
 	// InsecureRegistries are the HO's --insecure-registries.
 	InsecureRegistries []string
 	// ManagementClusterNetworks and MachineAllowedEndpoints are the HO's
@@ -108,6 +111,11 @@ func (o Options) Validate() error {
 	if o.MaxConcurrentReconciles != 0 {
 		if err := config.ValidateMaxConcurrentReconciles(o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("%w (0 leaves the operator's default, %d)", err, config.DefaultMaxConcurrentReconciles)
+		}
+	}
+	if o.Shards != 0 {
+		if err := config.ValidateShards(o.Shards); err != nil {
+			return fmt.Errorf("%w (0 leaves one)", err)
 		}
 	}
 	if _, err := render.ParseIsolation(o.ManagementClusterNetworks, o.MachineAllowedEndpoints); err != nil {
@@ -177,7 +185,7 @@ func ResourceObjects(o Options) []client.Object {
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: name}}
 	clusterRole := rbac.ClusterRole()
 	clusterRole.Labels = labels
-	leaseRole := rbac.LeaderElectionRole(o.Namespace)
+	leaseRole := rbac.LeaderElectionRole(o.Namespace, o.Shards)
 	leaseRole.Labels = labels
 	// Before the ClusterRole is bound: the operator never holds its
 	// ClusterRoleBinding rights unconfined.
@@ -243,6 +251,9 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 	if o.MaxConcurrentReconciles > 0 {
 		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", o.MaxConcurrentReconciles))
 	}
+	if o.Shards > 1 {
+		args = append(args, fmt.Sprintf("--shards=%d", o.Shards))
+	}
 	if len(o.InsecureRegistries) > 0 {
 		args = append(args, "--insecure-registries="+strings.Join(o.InsecureRegistries, ","))
 	}
@@ -261,10 +272,20 @@ func deployment(o Options, meta metav1.ObjectMeta, selector map[string]string) *
 	if o.EnableMonitoring {
 		args = append(args, "--enable-monitoring")
 	}
+	// Shards are computed from the count every replica runs with: a rolling
+	// update that changed it would run two counts side by side, and a
+	// HostedCluster could belong to a shard of each. Once --shards is given
+	// (1 too: the way back from several), every old replica is gone before
+	// a new one starts.
+	var strategy appsv1.DeploymentStrategy
+	if o.Shards > 0 {
+		strategy.Type = appsv1.RecreateDeploymentStrategyType
+	}
 	return operatordeployment.Render(operatordeployment.Spec{
 		Meta:            meta,
 		Selector:        selector,
 		Replicas:        replicas,
+		Strategy:        strategy,
 		Image:           o.Image,
 		PullPolicy:      o.ImagePullPolicy,
 		Binary:          "/usr/bin/hypershift-operator",

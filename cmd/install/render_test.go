@@ -10,10 +10,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/testutil"
 )
 
@@ -94,6 +96,7 @@ func TestRenderRefusesBadFlags(t *testing.T) {
 		{name: "when the teardown timeout is negative, it is refused", args: []string{"--teardown-timeout=-1s"}, want: "--teardown-timeout must not be negative"},
 		{name: "when the worker count is negative, it is refused", args: []string{"--max-concurrent-reconciles=-1"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got -1 (0 leaves the operator's default, 25)"},
 		{name: "when the worker count is too large, it is refused", args: []string{"--max-concurrent-reconciles=1001"}, want: "--max-concurrent-reconciles must be from 1 to 1000, got 1001"},
+		{name: "when the shard count is too large, it is refused", args: []string{"--shards=65"}, want: "--shards must be from 1 to 64, got 65 (0 leaves one)"},
 		{name: "when a management network is no CIDR, it is refused", args: []string{"--management-cluster-networks=10.0.0.0"}, want: `--management-cluster-networks: "10.0.0.0" is not an IPv4 CIDR such as 10.128.0.0/14`},
 		{name: "when machine endpoints come without management networks, they are refused", args: []string{"--machine-allowed-endpoints=10.0.0.5:5000"}, want: "--machine-allowed-endpoints needs --management-cluster-networks"},
 		{name: "when a machine endpoint has no port, it is refused", args: []string{"--management-cluster-networks=10.0.0.0/8", "--machine-allowed-endpoints=10.0.0.5"}, want: `--machine-allowed-endpoints: "10.0.0.5" is not an IPv4 address and port`},
@@ -160,6 +163,48 @@ func TestOperatorFlags(t *testing.T) {
 	}) {
 		t.Errorf("by default the operator's own flags are set: %v", args)
 	}
+}
+
+// TestShards: --shards is rendered with what sharding needs: a Recreate
+// rollout, so that two counts never run side by side, and a lease Role
+// that covers the shard and member Leases; without it, neither.
+func TestShards(t *testing.T) {
+	o := DefaultOptions()
+	d, role := deploymentOf(ResourceObjects(o)), leaseRoleOf(ResourceObjects(o))
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType || slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--shards") }) {
+		t.Errorf("without --shards the operator rolls out with %q and args %v", d.Spec.Strategy.Type, d.Spec.Template.Spec.Containers[0].Args)
+	}
+	for _, rule := range role.Rules {
+		if slices.Contains(rule.Verbs, "update") && len(rule.ResourceNames) == 0 {
+			t.Errorf("without --shards the operator may update any Lease of its namespace: %v", rule)
+		}
+	}
+	o.Shards = 4
+	d, role = deploymentOf(ResourceObjects(o)), leaseRoleOf(ResourceObjects(o))
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("with --shards=4 the operator rolls out with %q, want Recreate", d.Spec.Strategy.Type)
+	}
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--shards=4") {
+		t.Errorf("with --shards=4 the args lack it: %v", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	if !slices.ContainsFunc(role.Rules, func(rule rbacv1.PolicyRule) bool {
+		return slices.Contains(rule.Verbs, "update") && slices.Contains(rule.Verbs, "delete") && len(rule.ResourceNames) == 0
+	}) {
+		t.Errorf("with --shards=4 the lease Role does not cover the shard and member Leases: %v", role.Rules)
+	}
+	o.Shards = 1
+	if d := deploymentOf(ResourceObjects(o)); d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--shards=1") {
+		t.Errorf("with --shards=1 (the way back from several) the operator rolls out with %q and args %v, want Recreate and no --shards", d.Spec.Strategy.Type, d.Spec.Template.Spec.Containers[0].Args)
+	}
+}
+
+func leaseRoleOf(objects []client.Object) *rbacv1.Role {
+	for _, obj := range objects {
+		if r, ok := obj.(*rbacv1.Role); ok && r.Name == rbac.LeaderElectionRole("", 1).Name {
+			return r
+		}
+	}
+	return nil
 }
 
 func deploymentOf(objects []client.Object) *appsv1.Deployment {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -65,6 +66,10 @@ type Options struct {
 	// MaxConcurrentReconciles is how many HostedClusters are reconciled at
 	// once.
 	MaxConcurrentReconciles int
+	// Shards splits the HostedClusters between this many Leases, so that
+	// several replicas reconcile them at once; 1 keeps them all under the
+	// HO's own Lease.
+	Shards int
 	// ManagementClusterNetworks and MachineAllowedEndpoints are
 	// render.Isolation's, as CIDRs and host:port.
 	ManagementClusterNetworks []string
@@ -83,6 +88,7 @@ func DefaultOptions() Options {
 		TeardownTimeout:             hostedcluster.DefaultTeardownTimeout,
 		EnableFencing:               true,
 		MaxConcurrentReconciles:     config.DefaultMaxConcurrentReconciles,
+		Shards:                      1,
 	}
 }
 
@@ -101,7 +107,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 	fs.StringSliceVar(&o.ManagementClusterNetworks, "management-cluster-networks", o.ManagementClusterNetworks, "CIDRs holding every address of the management cluster (its nodes and their kubelets, pods, Services, API server and etcd). With them, every control-plane namespace gets NetworkPolicies that keep the machines of platform Pod and the hosted kube-apiserver's calls (webhooks, aggregated APIs) off them, except the hosted cluster's published endpoint; they need a pod network that enforces NetworkPolicies. Empty: none.")
 	fs.StringSliceVar(&o.MachineAllowedEndpoints, "machine-allowed-endpoints", o.MachineAllowedEndpoints, "IP:port addresses inside --management-cluster-networks that machines of platform Pod may reach all the same, such as the image registry they pull from (and the hosted API endpoint when it is published under a DNS name: only an address gets a rule of its own).")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d, per shard a replica holds (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
+	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. NodePools, fencing, the lease arbiter and etcd backups stay with that Lease's holder.", config.MaxShards))
 }
 
 // Validate refuses options the HO must not run with, its own timings and
@@ -126,10 +133,38 @@ func (o Options) Validate() error {
 	if err := config.ValidateMaxConcurrentReconciles(o.MaxConcurrentReconciles); err != nil {
 		errs = append(errs, err)
 	}
+	if err := config.ValidateShards(o.Shards); err != nil {
+		errs = append(errs, err)
+	} else if o.Shards > 1 && !o.LeaderElect {
+		errs = append(errs, fmt.Errorf("--shards=%d needs --leader-elect: a shard is owned through its Lease", o.Shards))
+	}
 	if _, err := o.isolation(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// addHostedClusterController runs the HostedCluster controller under the
+// HO's Lease, or, with --shards above 1, one per shard this replica holds,
+// each under the shard's Lease.
+func addHostedClusterController(mgr *leaderelection.Manager, restConfig *rest.Config, o Options, identity string, reconciler *hostedcluster.Reconciler) error {
+	if o.Shards <= 1 {
+		if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
+			return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+		}
+		return nil
+	}
+	shards := make([]*hostedcluster.Reconciler, o.Shards)
+	for i := range shards {
+		shards[i] = reconciler.ForShard(i, o.Shards)
+	}
+	err := mgr.AddShards(restConfig, leaderelection.Sharding{
+		Count: o.Shards, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Timings, Identity: identity,
+	}, func(m manager.Manager, shard int) error { return shards[shard].SetupWithManager(m) }, mgr.GetLogger())
+	if err != nil {
+		return fmt.Errorf("failed to set up the HostedCluster shards: %w", err)
+	}
+	return nil
 }
 
 // isolation parses --management-cluster-networks and
@@ -200,8 +235,8 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err
 	}
-	if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
-		return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+	if err := addHostedClusterController(mgr, restConfig, o, identity, reconciler); err != nil {
+		return err
 	}
 	pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries}
 	if err := mgr.AddPerTerm(pools.SetupWithManager); err != nil {
@@ -225,7 +260,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 			return fmt.Errorf("failed to set up the fencing controller: %w", err)
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect, "identity", identity)
+	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect, "identity", identity, "shards", o.Shards)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("the hypershift-operator stopped: %w", err)
 	}

@@ -56,7 +56,15 @@ func startProcess(t *testing.T, namespace, user, pod string, extraArgs ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	grant(t, namespace, user)
+	shards := 1
+	for _, arg := range extraArgs {
+		if n, ok := strings.CutPrefix(arg, "--shards="); ok {
+			if _, err := fmt.Sscan(n, &shards); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	grant(t, namespace, user, shards)
 	healthAddr := operatorprocess.FreeAddress(t)
 	args := append([]string{"run",
 		"--kubeconfig=" + kubeconfig,
@@ -68,8 +76,9 @@ func startProcess(t *testing.T, namespace, user, pod string, extraArgs ...string
 	return &process{Process: operatorprocess.Start(t, binary, pod, args), user: user, healthAddr: healthAddr}
 }
 
-// grant binds the HO's ClusterRole and leader-election Role to user.
-func grant(t *testing.T, namespace, user string) {
+// grant binds the HO's ClusterRole and leader-election Role (for shards)
+// to user.
+func grant(t *testing.T, namespace, user string, shards int) {
 	t.Helper()
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
 	objects := []client.Object{
@@ -79,10 +88,10 @@ func grant(t *testing.T, namespace, user string) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.HypershiftOperatorName},
 			Subjects:   subjects,
 		},
-		rbac.LeaderElectionRole(namespace),
+		rbac.LeaderElectionRole(namespace, shards),
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rbac.LeaderElectionRole(namespace).Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rbac.LeaderElectionRole(namespace, shards).Name},
 			Subjects:   subjects,
 		},
 	}

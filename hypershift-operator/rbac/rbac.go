@@ -255,20 +255,29 @@ func MetricsReaderClusterRole() *rbacv1.ClusterRole {
 }
 
 // LeaderElectionRules are the HO's permissions on its own Lease, granted by
-// a Role in the HO's namespace.
-func LeaderElectionRules() []rbacv1.PolicyRule {
+// a Role in the HO's namespace. With more than one shard (--shards) they
+// cover every Lease of that namespace, which holds only the HO's: a shard
+// Lease per shard and a member Lease per replica, named after its pod
+// (leaderelection.AddShards), which a name in a rule cannot foresee; the
+// member Leases of replicas long gone are deleted.
+func LeaderElectionRules(shards int) []rbacv1.PolicyRule {
+	leases := rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.HypershiftOperatorLeaseName}}
+	if shards > 1 {
+		leases = rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update", "delete"}}
+	}
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{hyperv1.HypershiftOperatorLeaseName}},
+		leases,
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }
 
-// LeaderElectionRole is the Role, in the HO's namespace, for its own Lease.
-func LeaderElectionRole(namespace string) *rbacv1.Role {
+// LeaderElectionRole is the Role, in the HO's namespace, for its own Lease,
+// and its shards' when shards > 1.
+func LeaderElectionRole(namespace string, shards int) *rbacv1.Role {
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: HypershiftOperatorName + "-leader-election"},
-		Rules:      LeaderElectionRules(),
+		Rules:      LeaderElectionRules(shards),
 	}
 }

@@ -30,3 +30,16 @@ func ValidateMaxConcurrentReconciles(n int) error {
 	}
 	return nil
 }
+
+// MaxShards bounds --shards: every shard is a Lease each replica follows
+// (a watch) and a controller on the replica that holds it.
+const MaxShards = 64
+
+// ValidateShards refuses a shard count the hypershift-operator cannot run
+// with, in the words of its flag.
+func ValidateShards(n int) error {
+	if n < 1 || n > MaxShards {
+		return fmt.Errorf("--shards must be from 1 to %d, got %d", MaxShards, n)
+	}
+	return nil
+}

@@ -110,6 +110,9 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many HostedClusters are reconciled at
 	// once; zero means config.DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// Shard and Shards, when Shards > 1, limit the controller to the
+	// HostedClusters of shard Shard of Shards (shard.go).
+	Shard, Shards int
 
 	fences fences
 	// lostNodes remembers the HostedClusters reported because of each lost

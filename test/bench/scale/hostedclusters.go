@@ -41,6 +41,8 @@ type hcOptions struct {
 	// failoverWarm (see failover).
 	failover     bool
 	failoverWarm time.Duration
+	// replicas HO processes run, with shards as their --shards.
+	replicas, shards int
 }
 
 var hcFlags hcOptions
@@ -56,6 +58,8 @@ func init() {
 	flag.IntVar(&hcFlags.workers, "max-concurrent-reconciles", 0, "The hypershift-operator's --max-concurrent-reconciles (0: its default).")
 	flag.BoolVar(&hcFlags.failover, "failover", true, "Once converged, start a standby hypershift-operator, kill the leader with SIGKILL and measure the standby's takeover and first pass.")
 	flag.DurationVar(&hcFlags.failoverWarm, "failover-warm", 30*time.Second, "How long the standby runs before the leader is killed.")
+	flag.IntVar(&hcFlags.replicas, "operator-replicas", 1, "How many hypershift-operator replicas run (with more than one, give -shards: otherwise the others only stand by).")
+	flag.IntVar(&hcFlags.shards, "shards", 1, "The hypershift-operator's --shards.")
 	flag.BoolVar(&hcFlags.kubeconfigFlag, "operator-kubeconfig-flag", false, "Give the hypershift-operator its kubeconfig with --kubeconfig instead of $KUBECONFIG; client-go's default client-side rate limit (5 requests/s, burst 10, per REST client, of which controller-runtime makes one per resource) then applies, which the $KUBECONFIG and in-cluster paths turn off.")
 }
 
@@ -88,7 +92,12 @@ type hcRun struct {
 	ho    *process
 	// metricsURL is the HO's metrics endpoint.
 	metricsURL string
-	logDir     string
+	// others are the replicas beside ho (-operator-replicas), with their
+	// metrics endpoints; shards is every replica's --shards.
+	others       []*process
+	otherMetrics []string
+	shards       int
+	logDir       string
 	// workers is the HO's worker count.
 	workers int
 	// kubeconfig is the HO's, given as --kubeconfig when kubeconfigFlag.
@@ -114,7 +123,8 @@ type hcRun struct {
 
 // hostedClusters runs the hostedclusters part: see the package comment.
 func hostedClusters(ctx context.Context, env *testenv.Env) (string, error) {
-	return hostedClustersWith(ctx, env, hcFlags, "scale-hostedclusters")
+	markdown, _, err := hostedClustersWith(ctx, env, hcFlags, "scale-hostedclusters")
+	return markdown, err
 }
 
 // tenThousandCount and tenThousandNamespaces are the hostedclusters10000
@@ -132,17 +142,25 @@ const (
 func hostedClusters10000(ctx context.Context, env *testenv.Env) (string, error) {
 	o := hcFlags
 	o.count, o.namespaces = tenThousandCount, tenThousandNamespaces
-	return hostedClustersWith(ctx, env, o, "scale-hostedclusters-10000")
+	markdown, _, err := hostedClustersWith(ctx, env, o, "scale-hostedclusters-10000")
+	return markdown, err
 }
 
 // hostedClustersWith runs the hostedclusters part with o, set beside the
-// previous run on record in section.
-func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, section string) (markdown string, err error) {
+// previous run on record in section ("": none), and returns its results
+// too.
+func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, section string) (markdown string, res *hcResult, err error) {
 	switch {
 	case o.count < 1 || o.namespaces < 1 || o.creators < 1:
-		return "", fmt.Errorf("-hostedclusters, -hostedcluster-namespaces and -creators must be positive")
+		return "", nil, fmt.Errorf("-hostedclusters, -hostedcluster-namespaces and -creators must be positive")
 	case o.poll <= 0 || o.quiet <= 0:
-		return "", fmt.Errorf("-poll and -quiet must be positive")
+		return "", nil, fmt.Errorf("-poll and -quiet must be positive")
+	case o.replicas < 1 || o.shards < 1:
+		return "", nil, fmt.Errorf("-operator-replicas and -shards must be positive")
+	}
+	if o.replicas > 1 && o.failover {
+		fmt.Println("-operator-replicas above 1: no failover run (it kills the one leader of one replica's run)")
+		o.failover = false
 	}
 	if o.quiet < minQuiet {
 		fmt.Printf("WARNING: -quiet=%s is shorter than the %s the report asks for\n", o.quiet, minQuiet)
@@ -150,20 +168,22 @@ func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, sect
 	// The previous run on record, to set this one beside.
 	path, err := report.File()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	previous, err := report.ReadSection(path, section)
-	if err != nil {
-		return "", err
+	var previous string
+	if section != "" {
+		if previous, err = report.ReadSection(path, section); err != nil {
+			return "", nil, err
+		}
 	}
 	r := &hcRun{env: env, owner: map[string]int{}}
 	adminConfig := rest.CopyConfig(env.Config)
 	adminConfig.QPS, adminConfig.Burst = -1, 0
 	if r.admin, err = client.New(adminConfig, client.Options{Scheme: env.Scheme}); err != nil {
-		return "", fmt.Errorf("failed to create the admin client: %w", err)
+		return "", nil, fmt.Errorf("failed to create the admin client: %w", err)
 	}
 	if r.logDir, err = os.MkdirTemp("", "bench-scale-"); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer func() {
 		if err != nil && ctx.Err() == nil {
@@ -180,12 +200,12 @@ func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, sect
 	host := strings.TrimPrefix(server.URL, "http://")
 	releaseImage, err := pushRelease(ctx, host)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	// What the HO itself asks the API server before it fences.
 	fencing, err := operator.DetectFencing(env.Config, true)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	r.fencing = fencing.Unavailable == ""
 	r.kinds = objectKinds
@@ -194,7 +214,7 @@ func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, sect
 	// The HO, its RSS sampled every second until the part ends.
 	binary, removeBinary, err := operatorBinary(o.binary)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer removeBinary()
 	defer func() {
@@ -205,48 +225,59 @@ func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, sect
 			fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", stopErr)
 		}
 	}()
-	if err := r.startOperator(ctx, binary, o.kubeconfigFlag, o.workers); err != nil {
-		return "", err
+	defer r.stopOthers()
+	if err := r.startOperator(ctx, binary, o); err != nil {
+		return "", nil, err
 	}
 	stopSampling := make(chan struct{})
 	defer close(stopSampling)
-	go r.ho.sampleMemory(time.Second, stopSampling)
+	for _, p := range r.operators() {
+		go p.sampleMemory(time.Second, stopSampling)
+	}
 
 	if err := r.converge(ctx, o.creators, o.poll, o.convergeTimeout); err != nil {
-		return "", r.withLog(err)
+		return "", nil, r.withLog(err)
 	}
 	settledMetrics, err := r.drain(ctx, 5*time.Minute)
 	if err != nil {
-		return "", r.withLog(err)
+		return "", nil, r.withLog(err)
 	}
 	if err := r.quiet(ctx, o.quiet); err != nil {
-		return "", r.withLog(err)
+		return "", nil, r.withLog(err)
 	}
-	endMetrics, err := scrapeMetrics(r.metricsURL)
+	endMetrics, err := r.scrapeOperators()
 	if err != nil {
-		return "", fmt.Errorf("failed to read the hypershift-operator's metrics: %w", err)
+		return "", nil, fmt.Errorf("failed to read the hypershift-operator's metrics: %w", err)
 	}
 	rss, hwm, err := r.ho.memory()
 	if err != nil {
-		return "", fmt.Errorf("failed to read the hypershift-operator's memory: %w", err)
+		return "", nil, fmt.Errorf("failed to read the hypershift-operator's memory: %w", err)
 	}
 	var failover *failoverResult
 	if o.failover {
 		if failover, err = r.failover(ctx, binary, o.failoverWarm, 10*time.Minute); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if err := r.ho.Stop(30 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "the hypershift-operator exited with %v when stopped\n", err)
 	}
+	r.stopOthers()
 
 	events, err := env.AuditEvents()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	requests := auditlog.Requests(events)
-	res := r.analyze(requests)
+	res = r.analyze(requests)
 	res.rss, res.hwm, res.sampledRSS = rss, hwm, r.ho.sampledPeakRSS()
+	for _, p := range r.others {
+		// The largest replica's.
+		res.sampledRSS = max(res.sampledRSS, p.sampledPeakRSS())
+		if _, otherHWM, err := p.memory(); err == nil {
+			res.hwm = max(res.hwm, otherHWM)
+		}
+	}
 	res.settledMetrics, res.endMetrics = settledMetrics, endMetrics
 	res.print()
 	markdown = res.markdown(o)
@@ -255,13 +286,15 @@ func hostedClustersWith(ctx context.Context, env *testenv.Env, o hcOptions, sect
 		failover.print()
 		markdown += failover.markdown(len(r.clusters), r.election)
 	}
-	against := comparison(previous, markdown)
-	fmt.Printf("\nagainst the previous run on record:\n%s", against)
-	markdown += "\n### Against the previous run on record\n\nThe headline figures of the section this command wrote before, beside this run's (below 1: lower now).\n\n" + against
-	if n := len(res.quietOtherWrites); n > 0 {
-		return markdown, fmt.Errorf("the hypershift-operator wrote %d times (%.1f/min) while converged, other than renewing its own Lease: see above", n, res.perMinute(n))
+	if section != "" {
+		against := comparison(previous, markdown)
+		fmt.Printf("\nagainst the previous run on record:\n%s", against)
+		markdown += "\n### Against the previous run on record\n\nThe headline figures of the section this command wrote before, beside this run's (below 1: lower now).\n\n" + against
 	}
-	return markdown, nil
+	if n := len(res.quietOtherWrites); n > 0 {
+		return markdown, res, fmt.Errorf("the hypershift-operator wrote %d times (%.1f/min) while converged, other than renewing its own Lease: see above", n, res.perMinute(n))
+	}
+	return markdown, res, nil
 }
 
 // withLog adds the tail of the HO's log to err.

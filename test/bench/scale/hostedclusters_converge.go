@@ -67,7 +67,7 @@ func (r *hcRun) converge(ctx context.Context, creators int, every, timeout time.
 	var created atomic.Int64
 	createDone := make(chan error, 1)
 	var err error
-	if r.cpuAtFirstCreate, err = r.ho.cpuTime(); err != nil {
+	if r.cpuAtFirstCreate, err = r.operatorCPU(); err != nil {
 		return fmt.Errorf("failed to read the hypershift-operator's CPU time: %w", err)
 	}
 	apiserver, err := r.env.Process("kube-apiserver")
@@ -97,7 +97,7 @@ func (r *hcRun) converge(ctx context.Context, creators int, every, timeout time.
 			continue
 		case <-ticker.C:
 		}
-		if done, exitErr := r.ho.exited(); done {
+		if done, exitErr := r.operatorExited(); done {
 			return fmt.Errorf("the hypershift-operator exited while converging: %w", exitStatus(exitErr))
 		}
 		complete, missing, err := r.pollObjects(ctx)
@@ -249,12 +249,12 @@ const waitingForSilence = hyperv1.Available + " (waiting for the silent Lease to
 func (r *hcRun) drain(ctx context.Context, timeout time.Duration) (map[string]float64, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		m, err := scrapeMetrics(r.metricsURL)
+		m, err := r.scrapeOperators()
 		if err != nil {
 			return nil, fmt.Errorf("failed to read the hypershift-operator's metrics: %w", err)
 		}
-		depth, ok1 := metric(m, "workqueue_depth", `name="hostedcluster"`)
-		active, ok2 := metric(m, "controller_runtime_active_workers", `controller="hostedcluster"`)
+		depth, ok1 := metric(m, "workqueue_depth", hcQueue)
+		active, ok2 := metric(m, "controller_runtime_active_workers", hcController)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("the hypershift-operator's metrics lack workqueue_depth or controller_runtime_active_workers of the hostedcluster controller")
 		}
@@ -279,9 +279,9 @@ func (r *hcRun) drain(ctx context.Context, timeout time.Duration) (map[string]fl
 // how many reconciles ran and how long they took on average, how many
 // items were added, and how many requests it sent and how long they took.
 func queueDiagnosis(m map[string]float64) string {
-	reconciles, _ := metric(m, "controller_runtime_reconcile_total", `controller="hostedcluster"`)
-	seconds, _ := metric(m, "controller_runtime_reconcile_time_seconds_sum", `controller="hostedcluster"`)
-	adds, _ := metric(m, "workqueue_adds_total", `name="hostedcluster"`)
+	reconciles, _ := metric(m, "controller_runtime_reconcile_total", hcController)
+	seconds, _ := metric(m, "controller_runtime_reconcile_time_seconds_sum", hcController)
+	adds, _ := metric(m, "workqueue_adds_total", hcQueue)
 	requests, _ := metric(m, "rest_client_requests_total")
 	latency, _ := metric(m, "rest_client_request_duration_seconds_sum")
 	latencyCount, _ := metric(m, "rest_client_request_duration_seconds_count")
@@ -293,7 +293,7 @@ func queueDiagnosis(m map[string]float64) string {
 // every object is still in place.
 func (r *hcRun) quiet(ctx context.Context, window time.Duration) error {
 	var err error
-	if r.cpuAtQuietStart, err = r.ho.cpuTime(); err != nil {
+	if r.cpuAtQuietStart, err = r.operatorCPU(); err != nil {
 		return fmt.Errorf("failed to read the hypershift-operator's CPU time: %w", err)
 	}
 	if r.apiCPUAtQuietStart, err = report.ProcCPUTime(r.apiServerPID); err != nil {
@@ -311,7 +311,7 @@ func (r *hcRun) quiet(ctx context.Context, window time.Duration) error {
 			return ctx.Err()
 		case <-time.After(min(10*time.Second, time.Until(end))):
 		}
-		if done, exitErr := r.ho.exited(); done {
+		if done, exitErr := r.operatorExited(); done {
 			return fmt.Errorf("the hypershift-operator exited while converged: %w", exitStatus(exitErr))
 		}
 		if rss, _, err := r.ho.memory(); err == nil {
@@ -319,7 +319,7 @@ func (r *hcRun) quiet(ctx context.Context, window time.Duration) error {
 		}
 	}
 	r.quietEnd = time.Now()
-	if r.cpuAtQuietEnd, err = r.ho.cpuTime(); err != nil {
+	if r.cpuAtQuietEnd, err = r.operatorCPU(); err != nil {
 		return fmt.Errorf("failed to read the hypershift-operator's CPU time: %w", err)
 	}
 	complete, missing, err := r.pollObjects(ctx)

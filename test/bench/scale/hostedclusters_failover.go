@@ -92,9 +92,9 @@ func (r *hcRun) failover(ctx context.Context, binary string, warm, timeout time.
 		}
 		if !res.led.IsZero() {
 			if m, err := scrapeMetrics(metricsURL); err == nil {
-				res.reconciles, _ = metric(m, "controller_runtime_reconcile_total", `controller="hostedcluster"`)
-				depth, _ := metric(m, "workqueue_depth", `name="hostedcluster"`)
-				active, _ := metric(m, "controller_runtime_active_workers", `controller="hostedcluster"`)
+				res.reconciles, _ = metric(m, "controller_runtime_reconcile_total", hcController)
+				depth, _ := metric(m, "workqueue_depth", hcQueue)
+				active, _ := metric(m, "controller_runtime_active_workers", hcController)
 				if res.reconciles >= float64(len(r.clusters)) && depth == 0 && active == 0 {
 					res.passDone = time.Now()
 					fmt.Printf("failover: first pass over %d HostedClusters done %s after the standby led (%.0f reconciles)\n",

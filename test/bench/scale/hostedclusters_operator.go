@@ -25,15 +25,19 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
 
 // startOperator creates the HO's namespace, user and RBAC, starts the HO
-// with its default settings and waits until it holds its Lease.
-func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag bool, workers int) (err error) {
+// (o.replicas of it, with o.shards) with its default settings otherwise,
+// and waits until one holds its Lease, and every shard's Lease is held.
+func (r *hcRun) startOperator(ctx context.Context, binary string, o hcOptions) (err error) {
+	kubeconfigFlag, workers := o.kubeconfigFlag, o.workers
+	r.shards = o.shards
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser}}
-	electionRole := rbac.LeaderElectionRole(operatorNamespace)
+	electionRole := rbac.LeaderElectionRole(operatorNamespace, r.shards)
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}},
 		rbac.ClusterRole(),
@@ -70,24 +74,84 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, kubeconfigFlag
 		return err
 	}
 	r.election = electionDefaults(ctx, binary)
+	if err := r.awaitLeases(ctx, []string{hyperv1.HypershiftOperatorLeaseName}, operatorPod); err != nil {
+		return err
+	}
+	// The other replicas once the first leads, so that the HO's own Lease
+	// (NodePools, fencing) stays with it, as the one-replica run has it.
+	for i := 1; i < o.replicas; i++ {
+		p, metricsURL, err := r.launchOperator(binary, fmt.Sprintf("%s-%d", operatorReplicaPrefix, i), workers)
+		if err != nil {
+			return err
+		}
+		r.others, r.otherMetrics = append(r.others, p), append(r.otherMetrics, metricsURL)
+	}
+	if r.shards > 1 {
+		var shards []string
+		for i := range r.shards {
+			shards = append(shards, leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, i))
+		}
+		if err := r.awaitLeases(ctx, shards, ""); err != nil {
+			return err
+		}
+		// Held, and by every replica: the shards are handed over as the
+		// replicas come.
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			holders := map[string]int{}
+			for _, name := range shards {
+				lease := &coordinationv1.Lease{}
+				if err := r.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, lease); err == nil {
+					holders[ptr.Deref(lease.Spec.HolderIdentity, "")]++
+				}
+			}
+			if len(holders) == min(o.replicas, r.shards) && holders[""] == 0 {
+				fmt.Printf("hypershift-operator: %d shards held by %d replicas after %s: %v\n", r.shards, len(holders), time.Since(r.operatorStarted).Round(time.Millisecond), holders)
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return r.withLog(fmt.Errorf("the %d shards were not spread over the %d replicas within 2m: held %v", r.shards, o.replicas, holders))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
 
-	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: operatorNamespace, Name: hyperv1.HypershiftOperatorLeaseName}
+// operatorReplicaPrefix names the replicas beside the first
+// (operatorPod): "<prefix>-<i>", apart from the failover's standby.
+const operatorReplicaPrefix = "hypershift-operator-replica"
+
+// awaitLeases waits until every Lease of names is held by holder, or by
+// anyone when holder is "".
+func (r *hcRun) awaitLeases(ctx context.Context, names []string, holder string) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if done, exitErr := r.ho.exited(); done {
+		if done, exitErr := r.operatorExited(); done {
 			return r.withLog(fmt.Errorf("the hypershift-operator exited at start: %w", exitStatus(exitErr)))
 		}
-		err := r.admin.Get(ctx, key, lease)
-		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == operatorPod {
-			fmt.Printf("hypershift-operator: holds its Lease after %s\n", time.Since(r.operatorStarted).Round(time.Millisecond))
+		var missing error
+		for _, name := range names {
+			lease := &coordinationv1.Lease{}
+			err := r.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, lease)
+			if h := ptr.Deref(lease.Spec.HolderIdentity, ""); err == nil && (h == "" || (holder != "" && h != holder)) {
+				err = fmt.Errorf("the holder of Lease %s is %q", name, h)
+			}
+			if err != nil {
+				missing = err
+				break
+			}
+		}
+		if missing == nil {
+			fmt.Printf("hypershift-operator: %d Leases held after %s\n", len(names), time.Since(r.operatorStarted).Round(time.Millisecond))
 			return nil
 		}
 		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("the holder is %q", ptr.Deref(lease.Spec.HolderIdentity, ""))
-			}
-			return r.withLog(fmt.Errorf("the hypershift-operator did not take Lease %s within 2m: %w", key, err))
+			return r.withLog(fmt.Errorf("the hypershift-operator did not take its Leases within 2m: %w", missing))
 		}
 		select {
 		case <-ctx.Done():
@@ -117,6 +181,9 @@ func (r *hcRun) launchOperator(binary, pod string, workers int) (*process, strin
 	}
 	if workers > 0 {
 		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", workers))
+	}
+	if r.shards > 1 {
+		args = append(args, fmt.Sprintf("--shards=%d", r.shards))
 	}
 	environ := []string{"POD_NAME=" + pod}
 	if r.kubeconfigFlag {
@@ -218,3 +285,63 @@ func electionDefaults(ctx context.Context, binary string) string {
 	}
 	return strings.Join(found, ", ")
 }
+
+// operators are every HO replica of the run.
+func (r *hcRun) operators() []*process { return append([]*process{r.ho}, r.others...) }
+
+// operatorCPU is the CPU time of every replica.
+func (r *hcRun) operatorCPU() (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range r.operators() {
+		cpu, err := p.cpuTime()
+		if err != nil {
+			return 0, err
+		}
+		sum += cpu
+	}
+	return sum, nil
+}
+
+// operatorExited reports whether a replica exited, and how.
+func (r *hcRun) operatorExited() (bool, error) {
+	for _, p := range r.operators() {
+		if done, err := p.exited(); done {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// scrapeOperators reads every replica's metrics, the series of the same
+// name and labels summed: the shards' queues are spread over them.
+func (r *hcRun) scrapeOperators() (map[string]float64, error) {
+	all := map[string]float64{}
+	for _, url := range append([]string{r.metricsURL}, r.otherMetrics...) {
+		m, err := scrapeMetrics(url)
+		if err != nil {
+			return nil, err
+		}
+		for series, v := range m {
+			all[series] += v
+		}
+	}
+	return all, nil
+}
+
+// stopOthers stops the replicas beside the first.
+func (r *hcRun) stopOthers() {
+	for _, p := range r.others {
+		if err := p.Stop(30 * time.Second); err != nil {
+			fmt.Fprintf(os.Stderr, "the hypershift-operator replica exited with %v when stopped\n", err)
+		}
+	}
+	r.others, r.otherMetrics = nil, nil
+}
+
+// hcQueue and hcController select the HostedCluster controller's series in
+// the HO's metrics: "hostedcluster", or "hostedcluster-shard-<i>" with
+// --shards.
+const (
+	hcQueue      = `name="hostedcluster`
+	hcController = `controller="hostedcluster`
+)

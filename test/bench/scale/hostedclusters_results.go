@@ -159,7 +159,7 @@ func (res *hcResult) percentile(p float64) time.Duration {
 }
 
 func (res *hcResult) reconciles(m map[string]float64, result string) float64 {
-	labels := []string{`controller="hostedcluster"`}
+	labels := []string{hcController}
 	if result != "" {
 		labels = append(labels, `result="`+result+`"`)
 	}

@@ -41,6 +41,11 @@
 // HostedClusters over 100 namespaces, into a section of its own; it takes
 // long, so it runs only when -run names it.
 //
+// The hostedclustersreplicas part (hostedclusters_replicas.go) converges
+// the same HostedClusters with one replica (the anchor), then with 2 and 4
+// replicas splitting 4 shards, each on a fresh API server, and sets their
+// figures beside the anchor's; it runs only when -run names it.
+//
 // The fencebindings part (fencebindings.go) measures the management API
 // server's CPU time per namespaced write with the fencing policy bound once
 // per control-plane namespace, as the operator does, against no binding
@@ -115,6 +120,13 @@ var parts = []part{
 		section: "scale-hostedclusters-10000",
 		title:   "Scale: 10,000 HostedClusters held by one management cluster",
 		run:     hostedClusters10000,
+		optIn:   true,
+	},
+	{
+		name:    "hostedclustersreplicas",
+		section: "scale-hostedclusters-replicas",
+		title:   "Scale: HostedClusters split between hypershift-operator replicas by shard",
+		run:     hostedClustersReplicas,
 		optIn:   true,
 	},
 	{

@@ -1,0 +1,170 @@
+package operator_test
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/auditlog"
+)
+
+const shardCount = 4
+
+func shardLease(shard int) string {
+	return leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, shard)
+}
+
+func shardOf(hc *hyperv1.HostedCluster) int {
+	return leaderelection.ShardOf(hostedcluster.ShardKey(hc.Namespace, hc.Name), shardCount)
+}
+
+// awaitShards waits until each shard's Lease is held by want[shard].
+func awaitShards(t *testing.T, namespace string, want []string, within time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, within, func() error {
+		for shard, pod := range want {
+			if h := env.Holder(t, namespace, shardLease(shard)); h != pod {
+				return fmt.Errorf("shard %d is held by %q, want %s", shard, h, pod)
+			}
+		}
+		return nil
+	})
+}
+
+// TestShardedOperators runs two hypershift-operator processes with four
+// shards: they split the shards, each HostedCluster is written for only by
+// the holder of its shard's Lease (audit log), and when one is killed its
+// shards move to the survivor, which reconciles their HostedClusters.
+func TestShardedOperators(t *testing.T) {
+	hoNamespace := env.Namespace(t)
+	a := startProcess(t, hoNamespace, "ho-shards-a", "hypershift-operator-a", fmt.Sprintf("--shards=%d", shardCount))
+	awaitShards(t, hoNamespace, []string{a.Pod, a.Pod, a.Pod, a.Pod}, 30*time.Second)
+	b := startProcess(t, hoNamespace, "ho-shards-b", "hypershift-operator-b", fmt.Sprintf("--shards=%d", shardCount))
+	// The shards go in turn to the live replicas sorted by name.
+	awaitShards(t, hoNamespace, []string{a.Pod, b.Pod, a.Pod, b.Pod}, 30*time.Second)
+
+	// HostedClusters in every shard.
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	var clusters []*hyperv1.HostedCluster
+	covered := map[int]bool{}
+	for len(covered) < shardCount {
+		if len(clusters) == 40 {
+			t.Fatalf("40 HostedClusters covered only shards %v", covered)
+		}
+		hc := newHostedCluster(t, registry, image)
+		clusters = append(clusters, hc)
+		covered[shardOf(hc)] = true
+	}
+	awaitOperatorDeployments(t, clusters...)
+
+	users := map[string]string{a.user: a.Pod, b.user: b.Pod}
+	t.Run("each HostedCluster is written for by its shard's holder only", func(t *testing.T) {
+		byUser := assertWritesFromShardHolders(t, hoNamespace, clusters, users)
+		if byUser[a.user] == 0 || byUser[b.user] == 0 {
+			t.Fatalf("writes for the HostedClusters by user: %v; both replicas must work for the check to mean anything", byUser)
+		}
+	})
+
+	t.Run("when a replica is killed, its shards move to the survivor", func(t *testing.T) {
+		killed := time.Now()
+		if err := b.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// The member Lease and the shard Leases go silent for the 6s lease
+		// duration, then the survivor takes them.
+		awaitShards(t, hoNamespace, []string{a.Pod, a.Pod, a.Pod, a.Pod}, 30*time.Second)
+		t.Logf("the survivor held every shard %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+		// A new HostedCluster of a shard the killed replica held.
+		var moved *hyperv1.HostedCluster
+		for moved == nil {
+			if hc := newHostedCluster(t, registry, image); shardOf(hc) == 1 || shardOf(hc) == 3 {
+				moved = hc
+			} else {
+				clusters = append(clusters, hc)
+			}
+		}
+		clusters = append(clusters, moved)
+		awaitOperatorDeployments(t, clusters...)
+		assertWritesFromShardHolders(t, hoNamespace, clusters, users)
+		for _, w := range writes(t, b.user) {
+			if w.At.After(killed.Add(time.Second)) {
+				t.Errorf("the killed replica wrote after its kill: %v", w)
+			}
+		}
+	})
+}
+
+// awaitOperatorDeployments waits for every cluster's control-plane-operator
+// Deployment.
+func awaitOperatorDeployments(t *testing.T, clusters ...*hyperv1.HostedCluster) {
+	t.Helper()
+	testutil.Eventually(t, 60*time.Second, func() error {
+		for _, hc := range clusters {
+			key := client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name), Name: "control-plane-operator"}
+			if err := env.Client.Get(t.Context(), key, &appsv1.Deployment{}); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
+		return nil
+	})
+}
+
+// assertWritesFromShardHolders checks, in the audit log, that every write
+// by the replicas (users, to their pods) in a cluster's namespace or its
+// control-plane namespace was made while the last successful write of the
+// cluster's shard Lease was the writer's own (its acquisition or renewal,
+// or its release, which comes only after its work stopped): nobody else
+// held the shard then. It returns the writes counted by user.
+func assertWritesFromShardHolders(t *testing.T, hoNamespace string, clusters []*hyperv1.HostedCluster, users map[string]string) map[string]int {
+	t.Helper()
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(users))
+	for user := range users {
+		names = append(names, user)
+	}
+	all := auditlog.Writes(events, auditlog.Query{Users: names, SucceededOnly: true})
+	shardOfNamespace := map[string]int{}
+	for _, hc := range clusters {
+		shardOfNamespace[hc.Namespace] = shardOf(hc)
+		shardOfNamespace[hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)] = shardOf(hc)
+	}
+	byUser := map[string]int{}
+	// The last successful write of each shard Lease, by user.
+	lastLeaseWriter := map[int]string{}
+	for _, w := range all {
+		if w.Namespace == hoNamespace && w.Lease() {
+			for shard := range shardCount {
+				if w.Name == shardLease(shard) {
+					lastLeaseWriter[shard] = w.User
+				}
+			}
+			continue
+		}
+		shard, ok := shardOfNamespace[w.Namespace]
+		if !ok {
+			continue
+		}
+		byUser[w.User]++
+		if holder := lastLeaseWriter[shard]; holder != w.User {
+			t.Errorf("%s (%s) wrote %s %s/%s of shard %d while %q held its Lease", w.User, users[w.User], w.Verb, w.Namespace, w.Name, shard, holder)
+		}
+	}
+	if len(byUser) == 0 {
+		t.Fatal("no write for any HostedCluster in the audit log: the check proves nothing")
+	}
+	t.Logf("writes for the HostedClusters by user: %v", byUser)
+	return byUser
+}
