@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -434,9 +435,19 @@ func (e *Env) awaitDefaultServiceAccount(t testing.TB, namespace string) {
 
 // Process finds a process of the test control plane by its program's name
 // (etcd, kube-apiserver, kube-controller-manager): a child of this test
-// binary. Tests freeze one
-// (SIGSTOP) to take the API server, or its storage, away.
+// binary, and, for etcd and kube-apiserver, this control plane's own (its
+// command line names its port) when the binary runs more than one. Tests
+// freeze one (SIGSTOP) to take the API server, or its storage, away.
 func (e *Env) Process(name string) (*os.Process, error) {
+	var marker string
+	switch name {
+	case "kube-apiserver":
+		if u, err := url.Parse(e.Config.Host); err == nil {
+			marker = "--secure-port=" + u.Port()
+		}
+	case "etcd":
+		marker = e.EtcdURL()
+	}
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		return nil, err
@@ -462,6 +473,12 @@ func (e *Env) Process(name string) (*os.Process, error) {
 		pid, err := strconv.Atoi(strings.TrimSpace(line[:open]))
 		if err != nil {
 			continue
+		}
+		if marker != "" {
+			cmdline, err := os.ReadFile(filepath.Join(filepath.Dir(stat), "cmdline"))
+			if err != nil || !strings.Contains(string(cmdline), marker) {
+				continue
+			}
 		}
 		return os.FindProcess(pid)
 	}

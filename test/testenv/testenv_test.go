@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +147,46 @@ func TestAuditEventsFollowRotation(t *testing.T) {
 		}
 	}
 	t.Fatalf("the create made before the rotation is missing from %d events", len(events))
+}
+
+// TestProcessIsThisControlPlanes: with a second control plane in the same
+// binary, each Env finds its own kube-apiserver and etcd.
+func TestProcessIsThisControlPlanes(t *testing.T) {
+	other, err := Start(t.Context(), Options{SkipCRDs: true, SkipAdmissionPolicies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := other.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		mine, err := env.Process(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := other.Process(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mine.Pid == theirs.Pid {
+			t.Errorf("both control planes found %s %d", name, mine.Pid)
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(theirs.Pid), "cmdline"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		address := other.Config.Host
+		if name == "etcd" {
+			address = other.EtcdURL()
+		}
+		u, err := url.Parse(address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port := u.Port(); port == "" || !strings.Contains(string(cmdline), port) {
+			t.Errorf("the second control plane's %s (%d) does not run on the port of %s: %q", name, theirs.Pid, address, cmdline)
+		}
+	}
 }

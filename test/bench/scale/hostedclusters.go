@@ -96,6 +96,7 @@ type hcRun struct {
 	// metrics endpoints; shards is every replica's --shards.
 	others       []*process
 	otherMetrics []string
+	replicas     int
 	shards       int
 	logDir       string
 	// workers is the HO's worker count.

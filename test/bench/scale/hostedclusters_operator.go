@@ -35,7 +35,7 @@ import (
 // and waits until one holds its Lease, and every shard's Lease is held.
 func (r *hcRun) startOperator(ctx context.Context, binary string, o hcOptions) (err error) {
 	kubeconfigFlag, workers := o.kubeconfigFlag, o.workers
-	r.shards = o.shards
+	r.replicas, r.shards = o.replicas, o.shards
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser}}
 	electionRole := rbac.LeaderElectionRole(operatorNamespace, r.shards)
 	objects := []client.Object{

@@ -92,7 +92,7 @@ func replicasMarkdown(results []*hcResult) string {
 		thousands(len(results[0].run.clusters)), replicasQuiet)
 	b.WriteString("| measure |")
 	for _, res := range results {
-		fmt.Fprintf(&b, " %d replica(s), %d shard(s) |", len(res.run.operators()), max(res.run.shards, 1))
+		fmt.Fprintf(&b, " %d replica(s), %d shard(s) |", res.run.replicas, res.run.shards)
 	}
 	b.WriteString("\n|---|")
 	for range results {
