@@ -208,6 +208,13 @@ func (m *Manager) lead(ctx context.Context) error {
 	return runTerm(ctx, m.Manager, setups, gated)
 }
 
+// recordLoss keeps the loss of a Lease for Start.
+func (m *Manager) recordLoss(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lost = errors.Join(m.lost, err)
+}
+
 // electionRunnable campaigns beside the caches, health and metrics.
 type electionRunnable struct {
 	elector *Elector
@@ -220,9 +227,7 @@ func (r *electionRunnable) Start(ctx context.Context) error {
 	defer unregisterMetrics(r.elector)
 	err := r.elector.Run(ctx, r.gated.lead)
 	if errors.Is(err, ErrLost) {
-		r.gated.mu.Lock()
-		r.gated.lost = err
-		r.gated.mu.Unlock()
+		r.gated.recordLoss(err)
 	}
 	return err
 }

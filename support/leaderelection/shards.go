@@ -196,7 +196,14 @@ func (r *shardsRunnable) Start(ctx context.Context) error {
 			failed = append(failed, err)
 		}
 	}
-	return errors.Join(failed...)
+	err := errors.Join(failed...)
+	if errors.Is(err, ErrLost) {
+		// Kept for the manager's Start, as the process's own Lease's loss
+		// is: one that comes while the manager already stops is only
+		// logged by controller-runtime.
+		r.manager.recordLoss(err)
+	}
+	return err
 }
 
 // keepMember holds this replica's member Lease until ctx ends, and deletes
@@ -211,9 +218,7 @@ func (r *shardsRunnable) keepMember(ctx context.Context, leases coordinationv1cl
 		return err
 	}
 	return e.Run(ctx, func(ctx context.Context) error {
-		r.mu.Lock()
-		r.settledAt = r.clock.Now().Add(r.sharding.Timings.RetryPeriod)
-		r.mu.Unlock()
+		r.settle()
 		ticker := r.clock.NewTicker(r.sharding.Timings.LeaseDuration)
 		defer ticker.Stop()
 		for {
@@ -225,6 +230,17 @@ func (r *shardsRunnable) keepMember(ctx context.Context, leases coordinationv1cl
 			}
 		}
 	})
+}
+
+// settle lets the replica contend a retry period from now, the first time
+// its member Lease is held: a term that begins again after an outage must
+// not stop every shard it holds for a retry period.
+func (r *shardsRunnable) settle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.settledAt.IsZero() {
+		r.settledAt = r.clock.Now().Add(r.sharding.Timings.RetryPeriod)
+	}
 }
 
 // goneAfter is how long a member Lease must have gone unchanged, as this

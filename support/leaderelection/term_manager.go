@@ -32,6 +32,24 @@ type termManager struct {
 	cache      *termCache
 	runnables  []manager.Runnable
 	controller config.Controller
+	// others are the caches besides the manager's that the term's
+	// controllers watch through TermCache.
+	others []*termCache
+}
+
+// TermCache returns c such that the event handlers a term's controllers
+// add through it are removed when the term ends, as the manager's cache's
+// are, when mgr is a term's manager (AddPerTerm, AddShards); c itself
+// otherwise. Controllers that watch a cache of their own (source.Kind on
+// it) go through it, or every term leaves its handlers behind.
+func TermCache(mgr manager.Manager, c cache.Cache) cache.Cache {
+	term, ok := mgr.(*termManager)
+	if !ok {
+		return c
+	}
+	tracked := &termCache{Cache: c}
+	term.others = append(term.others, tracked)
+	return tracked
 }
 
 func newTermManager(mgr manager.Manager) *termManager {
@@ -149,5 +167,9 @@ func runTerm(ctx context.Context, mgr manager.Manager, setups []func(manager.Man
 			cancel()
 		}
 	}
-	return errors.Join(append(failed, term.cache.removeHandlers())...)
+	failed = append(failed, term.cache.removeHandlers())
+	for _, c := range term.others {
+		failed = append(failed, c.removeHandlers())
+	}
+	return errors.Join(failed...)
 }

@@ -61,14 +61,14 @@ func indexPullSecrets(ctx context.Context, mgr ctrl.Manager) error {
 // changed pull secret or key is copied again within seconds, and one
 // created after its cluster is picked up at once, not after the error
 // backoff. The credentials themselves are read past the cache, once per
-// change (userSecrets).
-func (r *Reconciler) pullSecretSource() source.Source {
+// change (userSecrets). secrets is r.pullSecrets, as the term sees it.
+func (r *Reconciler) pullSecretSource(secrets cache.Cache) source.Source {
 	changed := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion()
 		},
 	}
-	return source.Kind(r.pullSecrets, client.Object(secretMetadata()), handler.EnqueueRequestsFromMapFunc(r.clustersOfPullSecret), changed)
+	return source.Kind(secrets, client.Object(secretMetadata()), handler.EnqueueRequestsFromMapFunc(r.clustersOfPullSecret), changed)
 }
 
 // clustersOfPullSecret maps a Secret to the HostedClusters that name it.

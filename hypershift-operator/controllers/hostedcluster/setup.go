@@ -40,6 +40,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/backoff"
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 )
 
 // secretCopies selects the Secrets the HO copies: the pull secret into a
@@ -261,9 +262,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&hyperv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersRestoringFrom)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(clusterOfRestoreJob)).
 		// A re-issued admin kubeconfig is copied again.
-		WatchesRawSource(source.Kind(r.kubeconfigs, client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
+		// Through TermCache: these caches are not the manager's, whose
+		// handlers the term removes.
+		WatchesRawSource(source.Kind(leaderelection.TermCache(mgr, r.kubeconfigs), client.Object(&corev1.Secret{}), byAnnotation, inControlPlaneNamespace)).
 		// A pull secret that appears or changes is read and copied again.
-		WatchesRawSource(r.pullSecretSource()).
+		WatchesRawSource(r.pullSecretSource(leaderelection.TermCache(mgr, r.pullSecrets))).
 		Complete(r)
 }
 
