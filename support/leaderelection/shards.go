@@ -189,10 +189,9 @@ func (r *shardsRunnable) Start(ctx context.Context) error {
 	go func() { wg.Wait(); close(errs) }()
 	var failed []error
 	for err := range errs {
-		if err != nil && len(failed) == 0 {
-			cancel()
-		}
 		if err != nil {
+			// The first failure stops the others.
+			cancel()
 			failed = append(failed, err)
 		}
 	}
