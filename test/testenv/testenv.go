@@ -139,6 +139,7 @@ type Env struct {
 	stopControllerManager func() error
 	stopScheduler         func() error
 	waitForServiceAccount bool
+	watchdog              *watchdog
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs (waiting until
@@ -202,6 +203,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		_ = os.RemoveAll(tempDir)
 		return nil, fmt.Errorf("failed to start the test control plane from %s: %w", assets, err)
+	}
+	if err := e.watchControlPlane(); err != nil {
+		_ = e.Stop()
+		return nil, err
 	}
 	e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme})
 	if err != nil {
@@ -294,7 +299,12 @@ func (e *Env) Stop() error {
 	if e.stopControllerManager != nil {
 		err = errors.Join(err, e.stopControllerManager())
 	}
-	err = errors.Join(err, e.env.Stop())
+	stopErr := e.env.Stop()
+	if e.watchdog != nil {
+		// A control plane that did not stop is killed.
+		err = errors.Join(err, e.watchdog.release(stopErr != nil))
+	}
+	err = errors.Join(err, stopErr)
 	return errors.Join(err, os.RemoveAll(e.tempDir))
 }
 

@@ -21,7 +21,12 @@ import (
 
 var env *Env
 
-func TestMain(m *testing.M) { os.Exit(Main(m, Options{AuditLog: true, ControllerManager: true}, &env)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(dieWithoutStopEnv) != "" {
+		dieWithoutStop()
+	}
+	os.Exit(Main(m, Options{AuditLog: true, ControllerManager: true}, &env))
+}
 
 func TestAddUser(t *testing.T) {
 	ns := env.Namespace(t)
