@@ -45,15 +45,25 @@ import (
 // may differ for a moment between replicas; the shard Leases, not the
 // views, keep a shard's work to one replica at a time.
 
-// ShardOf returns the shard of key among count shards: FNV-1a of the key,
-// modulo count. It is fixed for a key and a count.
+// ShardOf returns the shard of key among count shards: the 64-bit FNV-1a
+// hash of the key, its bits mixed by MurmurHash3's finalizer, modulo
+// count. It is fixed for a key and a count. The mixing is not optional:
+// FNV-1a's low k bits depend only on the low k bits of each byte, so
+// modulo 2 it is the parity of the key's odd bytes ("prod-a", "prod-c",
+// "prod-e" all in one of two shards).
 func ShardOf(key string, count int) int {
 	if count <= 1 {
 		return 0
 	}
-	h := fnv.New32a()
+	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
-	return int(h.Sum32() % uint32(count))
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return int(x % uint64(count))
 }
 
 // ShardLeaseName names the Lease of shard i of the Leases based on name.

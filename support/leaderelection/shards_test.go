@@ -37,6 +37,18 @@ func TestShardOf(t *testing.T) {
 	if s := leaderelection.ShardOf("any/key", 1); s != 0 {
 		t.Errorf("with one shard, ShardOf = %d", s)
 	}
+	// Names that differ in one letter: FNV-1a alone puts every letter with
+	// an odd code (a, c, e, ...) in one of two shards, and modulo 4 keeps
+	// only the low two bits of each byte.
+	for _, count := range []int{2, 4} {
+		seen := map[int]int{}
+		for c := 'a'; c <= 'z'; c += 2 {
+			seen[leaderelection.ShardOf("clusters/prod-"+string(c), count)]++
+		}
+		if len(seen) < count {
+			t.Errorf("13 names prod-a, prod-c, ... prod-y fall into shards %v of %d", seen, count)
+		}
+	}
 }
 
 // terms records which replica runs each shard's term, and fails the test
