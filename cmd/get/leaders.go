@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/support/config"
 	"github.com/hypershift-le/hypershift/support/holderpod"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/scheme"
 )
 
@@ -81,6 +84,10 @@ duration without a change, and then expired (false). A single listing sees
 each Lease once and cannot tell a live holder from a silent one: it shows
 unknown for a held Lease (and omits "valid" from -o json|yaml). LAST RENEW is
 the age of renewTime by your clock, as information.
+When the hypershift-operator runs more than one shard (its Lease's
+annotation ` + hyperv1.OperatorShardsAnnotation + ` says how many), the shard Leases are
+listed under its own, and each HostedCluster shows its SHARD and the SHARD
+HOLDER, the replica that reconciles it.
 HOLDER POD shows the phase of the control-plane-operator holder's pod, or
 HOLDER GONE when that pod no longer runs it (it does not exist, it failed or
 succeeded, or it is being deleted and its container terminated): the
@@ -216,9 +223,22 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 		return nil, err
 	}
 	leaders := &Leaders{Clusters: []ClusterLeader{}}
-	leaders.HypershiftOperator, err = o.readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
+	var annotations map[string]string
+	leaders.HypershiftOperator, annotations, err = o.readLease(ctx, c, o.hypershiftNamespace, hyperv1.HypershiftOperatorLeaseName, now)
 	if err != nil {
 		return nil, err
+	}
+	shards, err := operatorShards(annotations)
+	if err != nil {
+		return nil, err
+	}
+	// With one shard, the HostedClusters are its Lease holder's.
+	for shard := 0; shards > 1 && shard < shards; shard++ {
+		lease, _, err := o.readLease(ctx, c, o.hypershiftNamespace, leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, shard), now)
+		if err != nil {
+			return nil, err
+		}
+		leaders.OperatorShards = append(leaders.OperatorShards, lease)
 	}
 	slices.SortFunc(list, func(a, b hyperv1.HostedCluster) int {
 		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
@@ -228,19 +248,25 @@ func (o *leadersOptions) gather(ctx context.Context, c client.Client, now time.T
 	})
 	for _, hc := range list {
 		cpNamespace := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
-		lease, err := o.readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
+		lease, _, err := o.readLease(ctx, c, cpNamespace, hyperv1.ControlPlaneOperatorLeaseName, now)
 		if err != nil {
 			return nil, err
 		}
 		if err := judgeHolder(ctx, c, &lease); err != nil {
 			return nil, err
 		}
-		leaders.Clusters = append(leaders.Clusters, ClusterLeader{
+		cluster := ClusterLeader{
 			Namespace:             hc.Namespace,
 			Name:                  hc.Name,
 			ControlPlaneNamespace: cpNamespace,
 			Lease:                 lease,
-		})
+		}
+		if shards > 1 {
+			shard := leaderelection.ShardOf(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name), shards)
+			cluster.OperatorShard = ptr.To(shard)
+			cluster.OperatorShardHolder = leaders.OperatorShards[shard].HolderIdentity
+		}
+		leaders.Clusters = append(leaders.Clusters, cluster)
 	}
 	return leaders, nil
 }
@@ -300,17 +326,32 @@ func (o *leadersOptions) emptyMessage() string {
 	return fmt.Sprintf("No HostedClusters found in namespace %s.", o.namespace)
 }
 
+// operatorShards reads the hypershift-operator's shard count from its
+// Lease's annotations: 1 when they do not say (a version before shards).
+func operatorShards(annotations map[string]string) (int, error) {
+	value, ok := annotations[hyperv1.OperatorShardsAnnotation]
+	if !ok {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || config.ValidateShards(n) != nil {
+		return 0, fmt.Errorf("the hypershift-operator's Lease says it runs %q shards (annotation %s): not a count from 1 to %d", value, hyperv1.OperatorShardsAnnotation, config.MaxShards)
+	}
+	return n, nil
+}
+
 // readLease reads the Lease namespace/name and judges it as seen at now; a
-// missing Lease has no holder and is not valid.
-func (o *leadersOptions) readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, error) {
+// missing Lease has no holder and is not valid. It also returns the
+// Lease's annotations.
+func (o *leadersOptions) readLease(ctx context.Context, c client.Client, namespace, name string, now time.Time) (LeaseStatus, map[string]string, error) {
 	status := LeaseStatus{Namespace: namespace, Name: name, Valid: ptr.To(false)}
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			o.observer.forget(namespace, name)
-			return status, nil
+			return status, nil, nil
 		}
-		return status, fmt.Errorf("failed to read Lease %s/%s: %w", namespace, name, err)
+		return status, nil, fmt.Errorf("failed to read Lease %s/%s: %w", namespace, name, err)
 	}
 	spec := lease.Spec
 	if spec.HolderIdentity != nil {
@@ -325,7 +366,7 @@ func (o *leadersOptions) readLease(ctx context.Context, c client.Client, namespa
 	status.AcquireTime = toTime(spec.AcquireTime)
 	status.RenewTime = toTime(spec.RenewTime)
 	status.Valid = o.observer.judge(lease, now)
-	return status, nil
+	return status, lease.Annotations, nil
 }
 
 // judgeHolder records whether the pod a control-plane-operator Lease names

@@ -28,6 +28,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/cmd/cli"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -207,6 +208,67 @@ func TestLeadersOutput(t *testing.T) {
 			compareGolden(t, tc.golden, out)
 		})
 	}
+}
+
+// TestLeadersOfShards: when the hypershift-operator runs shards, its Lease
+// says how many, the shard Leases are listed under it, and each
+// HostedCluster shows its shard and the replica holding it.
+func TestLeadersOfShards(t *testing.T) {
+	const hoNamespace, clusters = "leaders-sharded-ho", "leaders-sharded"
+	ho := lease(hoNamespace, hyperv1.HypershiftOperatorLeaseName, "hypershift-operator-a", 5*time.Minute, 3*time.Second, 15, 1)
+	ho.Annotations = map[string]string{hyperv1.OperatorShardsAnnotation: "2"}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hoNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusters}},
+		ho,
+		lease(hoNamespace, leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, 0), "hypershift-operator-a", 5*time.Minute, 2*time.Second, 15, 0),
+		lease(hoNamespace, leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, 1), "hypershift-operator-b", 4*time.Minute, time.Second, 15, 1),
+		// Shards 0, 1 and 1 of 2.
+		hostedCluster(clusters, "one"),
+		hostedCluster(clusters, "two"),
+		hostedCluster(clusters, "three"),
+	}
+	for _, obj := range objs {
+		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	admin, err := env.AddUserKubeconfig("leaders-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{golden: "sharded.table", args: []string{"leaders", "-n", clusters}},
+		{golden: "sharded.json", args: []string{"leaders", "-n", clusters, "-o", "json"}},
+		{golden: "sharded.name", args: []string{"leaders", "-n", clusters, "-o", "name"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			out, err := runGet(t, append(tc.args, "--hypershift-namespace", hoNamespace, "--kubeconfig", admin)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, tc.golden, out)
+		})
+	}
+
+	t.Run("a count that is not one refuses to guess", func(t *testing.T) {
+		ho := ho.DeepCopy()
+		ho.Namespace, ho.ResourceVersion = "leaders-sharded-bad", ""
+		ho.Annotations[hyperv1.OperatorShardsAnnotation] = "0"
+		for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ho.Namespace}}, ho} {
+			if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+		_, err := runGet(t, "leaders", "-n", clusters, "--hypershift-namespace", ho.Namespace, "--kubeconfig", admin)
+		want := `the hypershift-operator's Lease says it runs "0" shards (annotation ` + hyperv1.OperatorShardsAnnotation + `): not a count from 1 to 64`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want an error with %q", err, want)
+		}
+	})
 }
 
 // TestLeadersWithoutPodAccess: a user who may read HostedClusters and

@@ -19,6 +19,9 @@ import (
 type Leaders struct {
 	// HypershiftOperator is the hypershift-operator's own Lease.
 	HypershiftOperator LeaseStatus `json:"hypershiftOperator"`
+	// OperatorShards are, when the hypershift-operator runs more than one
+	// shard, the Leases of its shards, in order.
+	OperatorShards []LeaseStatus `json:"operatorShards,omitempty"`
 	// Clusters holds one entry per HostedCluster, sorted by namespace and name.
 	Clusters []ClusterLeader `json:"clusters"`
 }
@@ -53,6 +56,11 @@ type ClusterLeader struct {
 	Name                  string      `json:"name"`
 	ControlPlaneNamespace string      `json:"controlPlaneNamespace"`
 	Lease                 LeaseStatus `json:"lease"`
+	// OperatorShard is, when the hypershift-operator runs more than one
+	// shard, the HostedCluster's; OperatorShardHolder, the replica that
+	// holds that shard's Lease and reconciles it ("" when none does).
+	OperatorShard       *int   `json:"operatorShard,omitempty"`
+	OperatorShardHolder string `json:"operatorShardHolder,omitempty"`
 }
 
 // none stands for a missing value in the table, as kubectl prints it.
@@ -77,17 +85,20 @@ func printYAML(out io.Writer, leaders *Leaders) error {
 }
 
 // printNames prints, as kubectl -o name does, pod/NAME for the holder of
-// each Lease that has one: the hypershift-operator's first, then the
-// HostedClusters' in the order listed. As kubectl's -o name, it prints no
+// each Lease that has one: the hypershift-operator's first, its shards'
+// next, then the HostedClusters' in the order listed, each pod once (a
+// hypershift-operator replica holds its Lease and shards alike). As kubectl's -o name, it prints no
 // namespace: -o jsonpath gives them.
 func printNames(out io.Writer, leaders *Leaders) error {
-	leases := []LeaseStatus{leaders.HypershiftOperator}
+	leases := append([]LeaseStatus{leaders.HypershiftOperator}, leaders.OperatorShards...)
 	for _, c := range leaders.Clusters {
 		leases = append(leases, c.Lease)
 	}
 	var b strings.Builder
+	seen := map[string]bool{}
 	for _, l := range leases {
-		if l.HolderIdentity != "" {
+		if l.HolderIdentity != "" && !seen[l.Namespace+"/"+l.HolderIdentity] {
+			seen[l.Namespace+"/"+l.HolderIdentity] = true
 			b.WriteString("pod/" + l.HolderIdentity + "\n")
 		}
 	}
@@ -95,9 +106,10 @@ func printNames(out io.Writer, leaders *Leaders) error {
 	return err
 }
 
-// tableOptions are the table's variants: -o wide and --no-headers.
+// tableOptions are the table's variants: -o wide and --no-headers, and
+// sharded, set from what is printed, for the shard columns.
 type tableOptions struct {
-	wide, noHeaders bool
+	wide, noHeaders, sharded bool
 }
 
 // wideHeader and wideColumns are what -o wide adds to a Lease's columns.
@@ -118,12 +130,15 @@ func wideColumns(l LeaseStatus) string {
 // HostedCluster, or empty when there is none. Without headers it prints
 // the rows alone.
 func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string, opts tableOptions) error {
-	ho := leaders.HypershiftOperator
+	opts.sharded = len(leaders.OperatorShards) > 0
 	w := newTabWriter(out)
 	if !opts.noHeaders {
 		_, _ = fmt.Fprintln(w, "HYPERSHIFT OPERATOR LEASE\tHOLDER\tLEADING FOR\tLAST RENEW\tTRANSITIONS\tVALID"+opts.wideHeader())
 	}
-	_, _ = fmt.Fprintln(w, operatorRow(ho, now, opts))
+	_, _ = fmt.Fprintln(w, operatorRow(leaders.HypershiftOperator, now, opts))
+	for _, shard := range leaders.OperatorShards {
+		_, _ = fmt.Fprintln(w, operatorRow(shard, now, opts))
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -141,7 +156,7 @@ func printTable(out io.Writer, leaders *Leaders, now time.Time, empty string, op
 	}
 	w = newTabWriter(out)
 	if !opts.noHeaders {
-		_, _ = fmt.Fprintln(w, clusterHeader+opts.wideHeader())
+		_, _ = fmt.Fprintln(w, clusterHeader+opts.shardHeader()+opts.wideHeader())
 	}
 	for _, c := range leaders.Clusters {
 		_, _ = fmt.Fprintln(w, clusterRow(c, now, opts))
@@ -159,7 +174,27 @@ func operatorRow(ho LeaseStatus, now time.Time, opts tableOptions) string {
 
 func clusterRow(c ClusterLeader, now time.Time, opts tableOptions) string {
 	holder, rest, _ := strings.Cut(leaseColumns(c.Lease, now), "\t")
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s%s", c.Namespace, c.Name, c.ControlPlaneNamespace, holder, holderPodColumn(c.Lease), rest, opts.wideColumns(c.Lease))
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s%s%s", c.Namespace, c.Name, c.ControlPlaneNamespace, holder, holderPodColumn(c.Lease), rest, opts.shardColumns(c), opts.wideColumns(c.Lease))
+}
+
+// shardHeader and shardColumns are, when the hypershift-operator runs
+// shards, the HostedCluster's shard and the replica holding its Lease.
+func (o tableOptions) shardHeader() string {
+	if !o.sharded {
+		return ""
+	}
+	return "\tSHARD\tSHARD HOLDER"
+}
+
+func (o tableOptions) shardColumns(c ClusterLeader) string {
+	if !o.sharded || c.OperatorShard == nil {
+		return ""
+	}
+	holder := none
+	if c.OperatorShardHolder != "" {
+		holder = c.OperatorShardHolder
+	}
+	return fmt.Sprintf("\t%d\t%s", *c.OperatorShard, holder)
 }
 
 func (o tableOptions) wideHeader() string {
@@ -180,9 +215,15 @@ func (o tableOptions) wideColumns(l LeaseStatus) string {
 // validity, transitions or holder pod differ from before, and the
 // HostedClusters that are gone, as kubectl's --watch prints changes.
 func printChangedRows(out io.Writer, before, after *Leaders, now time.Time, opts tableOptions) error {
+	opts.sharded = len(after.OperatorShards) > 0
 	w := newTabWriter(out)
 	if leaseChanged(before.HypershiftOperator, after.HypershiftOperator) {
 		_, _ = fmt.Fprintln(w, operatorRow(after.HypershiftOperator, now, opts))
+	}
+	for i, shard := range after.OperatorShards {
+		if i >= len(before.OperatorShards) || leaseChanged(before.OperatorShards[i], shard) {
+			_, _ = fmt.Fprintln(w, operatorRow(shard, now, opts))
+		}
 	}
 	seen := map[string]ClusterLeader{}
 	for _, c := range before.Clusters {
@@ -190,7 +231,7 @@ func printChangedRows(out io.Writer, before, after *Leaders, now time.Time, opts
 	}
 	for _, c := range after.Clusters {
 		key := c.Namespace + "/" + c.Name
-		if old, ok := seen[key]; !ok || leaseChanged(old.Lease, c.Lease) {
+		if old, ok := seen[key]; !ok || leaseChanged(old.Lease, c.Lease) || old.OperatorShardHolder != c.OperatorShardHolder {
 			_, _ = fmt.Fprintln(w, clusterRow(c, now, opts))
 		}
 		delete(seen, key)

@@ -2,6 +2,7 @@ package get
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,36 @@ func TestHelpHasExamples(t *testing.T) {
 		if !strings.Contains(out, flag) {
 			t.Errorf("leaders --help does not list %s", flag)
 		}
+	}
+}
+
+// TestWatchPrintsAMovedShard: with --watch, when a shard moves to another
+// replica, its Lease's row and the rows of its HostedClusters print; the
+// other shard's and its cluster's do not.
+func TestWatchPrintsAMovedShard(t *testing.T) {
+	shard := func(i int, holder string) LeaseStatus {
+		return LeaseStatus{Namespace: "hypershift", Name: fmt.Sprintf("hypershift-operator-leader-elect-shard-%d", i), HolderIdentity: holder, Valid: ptr.To(true)}
+	}
+	cluster := func(name string, i int, holder string) ClusterLeader {
+		return ClusterLeader{Namespace: "clusters", Name: name, ControlPlaneNamespace: "clusters-" + name, OperatorShard: ptr.To(i), OperatorShardHolder: holder,
+			Lease: LeaseStatus{Namespace: "clusters-" + name, Name: "control-plane-operator-leader-elect", HolderIdentity: "cpo-" + name, Valid: ptr.To(true)}}
+	}
+	ho := LeaseStatus{Namespace: "hypershift", Name: "hypershift-operator-leader-elect", HolderIdentity: "ho-a", Valid: ptr.To(true)}
+	before := &Leaders{HypershiftOperator: ho, OperatorShards: []LeaseStatus{shard(0, "ho-a"), shard(1, "ho-b")},
+		Clusters: []ClusterLeader{cluster("one", 0, "ho-a"), cluster("two", 1, "ho-b")}}
+	after := &Leaders{HypershiftOperator: ho, OperatorShards: []LeaseStatus{shard(0, "ho-a"), shard(1, "ho-a")},
+		Clusters: []ClusterLeader{cluster("one", 0, "ho-a"), cluster("two", 1, "ho-a")}}
+	var out bytes.Buffer
+	if err := printChangedRows(&out, before, after, fixedNow, tableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var shardRow, clusterRow []string
+	if len(lines) == 2 {
+		shardRow, clusterRow = strings.Fields(lines[0]), strings.Fields(lines[1])
+	}
+	if len(shardRow) < 2 || shardRow[0] != "hypershift/hypershift-operator-leader-elect-shard-1" || shardRow[1] != "ho-a" ||
+		len(clusterRow) < 4 || clusterRow[1] != "two" || strings.Join(clusterRow[len(clusterRow)-2:], " ") != "1 ho-a" {
+		t.Fatalf("printed:\n%s\nwant the row of shard 1, then the row of cluster two with shard 1 and its new holder", out.String())
 	}
 }

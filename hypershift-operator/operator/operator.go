@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -191,6 +192,9 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	mgr, elector, err := leaderelection.NewManager(ctx, restConfig, opts, leaderelection.Election{
 		Enabled: o.LeaderElect, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Timings,
+		// Which replica reconciles a HostedCluster is read from it
+		// (`hypershift get leaders`); 1 too, for the way back from shards.
+		Annotations: map[string]string{hyperv1.OperatorShardsAnnotation: strconv.Itoa(o.Shards)},
 	}, ctrl.LoggerFrom(ctx))
 	if err != nil {
 		return err

@@ -2,15 +2,16 @@ package operator_test
 
 import (
 	"fmt"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
-	"github.com/hypershift-le/hypershift/hypershift-operator/controllers/hostedcluster"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/support/testutil"
@@ -24,7 +25,7 @@ func shardLease(shard int) string {
 }
 
 func shardOf(hc *hyperv1.HostedCluster) int {
-	return leaderelection.ShardOf(hostedcluster.ShardKey(hc.Namespace, hc.Name), shardCount)
+	return leaderelection.ShardOf(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name), shardCount)
 }
 
 // awaitShards waits until each shard's Lease is held by want[shard].
@@ -51,6 +52,14 @@ func TestShardedOperators(t *testing.T) {
 	b := startProcess(t, hoNamespace, "ho-shards-b", "hypershift-operator-b", fmt.Sprintf("--shards=%d", shardCount))
 	// The shards go in turn to the live replicas sorted by name.
 	awaitShards(t, hoNamespace, []string{a.Pod, b.Pod, a.Pod, b.Pod}, 30*time.Second)
+	// The HO Lease says how many shards there are (`hypershift get leaders`).
+	hoLease := &coordinationv1.Lease{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hoNamespace, Name: hyperv1.HypershiftOperatorLeaseName}, hoLease); err != nil {
+		t.Fatal(err)
+	}
+	if got := hoLease.Annotations[hyperv1.OperatorShardsAnnotation]; got != strconv.Itoa(shardCount) {
+		t.Errorf("the HO Lease's %s is %q, want %d", hyperv1.OperatorShardsAnnotation, got, shardCount)
+	}
 
 	// HostedClusters in every shard.
 	registry := releasetest.NewRegistry(t)

@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -41,6 +42,10 @@ type Config struct {
 	// only follows, asking again every retry period. A shard's candidate
 	// takes its Lease only while the shard is assigned to it (shards.go).
 	Contend func() bool
+	// Annotations are set on the Lease when this candidate creates or
+	// takes it (renewals keep what is there): facts about the holder's
+	// configuration for readers such as `hypershift get leaders`.
+	Annotations map[string]string
 }
 
 // Elector campaigns for one Lease; see the package documentation.
@@ -55,6 +60,7 @@ type Elector struct {
 	log       logr.Logger
 	release   bool
 	contend   func() bool
+	annotate  map[string]string
 
 	mu     sync.Mutex
 	status Status
@@ -111,6 +117,7 @@ func newElector(cfg Config, api leaseAPI) *Elector {
 		log:       cfg.Log.WithValues("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity),
 		release:   !cfg.NoRelease,
 		contend:   cfg.Contend,
+		annotate:  maps.Clone(cfg.Annotations),
 	}
 	e.api = trackedAPI{api: api, e: e}
 	return e

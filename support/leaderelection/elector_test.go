@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,13 +41,13 @@ type waitAt struct {
 
 func start(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, id string, noRelease bool) *candidate {
 	t.Helper()
-	return startWith(t, api, clk, id, noRelease, nil)
+	return startWith(t, api, clk, id, noRelease, nil, nil)
 }
 
-func startWith(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, id string, noRelease bool, stopping func()) *candidate {
+func startWith(t *testing.T, api *fakeAPI, clk *clocktesting.FakeClock, id string, noRelease bool, stopping func(), annotations map[string]string) *candidate {
 	t.Helper()
 	c := &candidate{done: make(chan error, 1), waits: make(chan waitAt, 1000), leadCtx: make(chan context.Context, 1), stopping: stopping}
-	c.e = newElector(Config{Namespace: "ns", Name: "lease", Identity: id, Timings: timings, Clock: clk, NoRelease: noRelease}, api)
+	c.e = newElector(Config{Namespace: "ns", Name: "lease", Identity: id, Timings: timings, Clock: clk, NoRelease: noRelease, Annotations: annotations}, api)
 	c.e.onWait = func(d time.Duration, ok bool) { c.waits <- waitAt{d, ok} }
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -151,6 +152,33 @@ func TestAcquireWhenMissing(t *testing.T) {
 	}
 	if n := api.count("get"); n != 0 {
 		t.Errorf("%d gets, want 0: the list and watch tell it everything", n)
+	}
+}
+
+// TestAnnotationsAreSetWhenTaken: a candidate's annotations are on the
+// Lease it creates, and replace (only) their own keys when it takes the
+// Lease over.
+func TestAnnotationsAreSetWhenTaken(t *testing.T) {
+	api, clk := newFakeAPI(), newClock()
+	a := startWith(t, api, clk, "a", true, nil, map[string]string{"example.com/shards": "4"})
+	a.awaitLead(t)
+	if got := api.current().Annotations; !maps.Equal(got, map[string]string{"example.com/shards": "4"}) {
+		t.Fatalf("annotations of the created Lease: %v", got)
+	}
+	a.cancel()
+	if err := a.awaitExit(t); err != nil {
+		t.Fatal(err)
+	}
+	api.write(func(l *coordinationv1.Lease) { l.Annotations["example.com/other"] = "kept" })
+	b := startWith(t, api, clk, "b", false, nil, map[string]string{"example.com/shards": "2"})
+	b.settle(t)
+	clk.Step(timings.LeaseDuration)
+	b.settle(t)
+	clk.Step(timings.RetryPeriod)
+	b.awaitLead(t)
+	want := map[string]string{"example.com/shards": "2", "example.com/other": "kept"}
+	if l := api.current(); leasestate.Holder(l) != "b" || !maps.Equal(l.Annotations, want) {
+		t.Fatalf("after the takeover the Lease is held by %q with annotations %v, want b with %v", leasestate.Holder(l), l.Annotations, want)
 	}
 }
 
@@ -367,7 +395,7 @@ func TestReleaseOrder(t *testing.T) {
 		// The leader-only work is still stopping: the Lease must be held.
 		time.Sleep(50 * time.Millisecond)
 		stopped <- leasestate.Holder(api.current())
-	})
+	}, nil)
 	a.awaitLead(t)
 	a.settle(t)
 	a.cancel()
@@ -623,7 +651,7 @@ func TestFollowerPrefersTheIncumbentAfterAnOutage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			api, clk := newFakeAPI(), newClock()
 			api.write(heldBy("incumbent", clk.Now()))
-			b := startWith(t, api, clk, "b", false, nil)
+			b := startWith(t, api, clk, "b", false, nil, nil)
 			b.e.ignoreGaps = tt.ignoreGaps
 			b.settle(t)
 			outage(t, api, clk, b, 2*timings.LeaseDuration)

@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -76,7 +77,7 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 	var err error
 	if c.known == nil {
 		result, err = c.e.api.Create(rctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: c.e.name, Namespace: c.e.namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: c.e.name, Namespace: c.e.namespace, Annotations: maps.Clone(c.e.annotate)},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(c.e.identity),
 				LeaseDurationSeconds: ptr.To(int32(c.e.timings.LeaseDuration / time.Second)),
@@ -95,6 +96,12 @@ func (c *campaign) tryAcquire(ctx context.Context) bool {
 				lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 			}
 			lease.Spec.AcquireTime = &now
+		}
+		if len(c.e.annotate) > 0 {
+			if lease.Annotations == nil {
+				lease.Annotations = map[string]string{}
+			}
+			maps.Copy(lease.Annotations, c.e.annotate)
 		}
 		lease.Spec.HolderIdentity = ptr.To(c.e.identity)
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.e.timings.LeaseDuration / time.Second))

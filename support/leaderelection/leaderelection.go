@@ -61,6 +61,9 @@ type Election struct {
 	// Identity is the candidate's holder identity; empty means Identity()
 	// (the pod's name). Processes that run several candidates set it.
 	Identity string
+	// Annotations are set on the Lease when this candidate takes it
+	// (Config.Annotations).
+	Annotations map[string]string
 }
 
 // NewManager returns a controller-runtime manager that serves health
@@ -93,7 +96,7 @@ func NewManager(ctx context.Context, restConfig *rest.Config, opts ctrl.Options,
 		}
 		if elector, err = New(Config{
 			Client: client, Namespace: election.Namespace, Name: election.Name, Identity: identity,
-			Timings: election.Timings, Log: log.WithName("leader-election"),
+			Timings: election.Timings, Log: log.WithName("leader-election"), Annotations: election.Annotations,
 		}); err != nil {
 			return nil, nil, err
 		}

@@ -84,6 +84,13 @@ const (
 	// own namespace.
 	HypershiftOperatorLeaseName = "hypershift-operator-leader-elect"
 
+	// OperatorShardsAnnotation, on the hypershift-operator's Lease, is the
+	// shard count (--shards) of the replica that took it last; absent, one.
+	// With more than one, HostedCluster <namespace>/<name> is reconciled by
+	// the holder of the Lease <HypershiftOperatorLeaseName>-shard-<i>, i
+	// being leaderelection.ShardOf(HostedClusterShardKey, count).
+	OperatorShardsAnnotation = "hypershift.openshift.io/operator-shards"
+
 	// OperateOnReleaseImageEnv names the control-plane-operator's environment
 	// variable with the release image it was rolled out for, pinned by
 	// digest like the HostedControlPlane's spec.releaseImage: the
@@ -539,3 +546,7 @@ func CopiedToControlPlane(key string) bool {
 	return strings.HasPrefix(key, ResourceRequestOverrideAnnotationPrefix+"/") ||
 		key == KubeAPIServerGoMemoryLimitAnnotation || key == KubeAPIServerGOGCAnnotation
 }
+
+// HostedClusterShardKey is what a HostedCluster's hypershift-operator
+// shard is computed from (OperatorShardsAnnotation).
+func HostedClusterShardKey(namespace, name string) string { return namespace + "/" + name }

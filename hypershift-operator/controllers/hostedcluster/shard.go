@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 )
 
@@ -16,9 +17,6 @@ import (
 // HostedCluster controller of its own whose work queue takes only the
 // HostedClusters of that shard. The queue is the one place that filters:
 // every watch, timer and wake-up of the controller enqueues through it.
-
-// ShardKey is what a HostedCluster's shard is computed from.
-func ShardKey(namespace, name string) string { return namespace + "/" + name }
 
 // ForShard returns a reconciler for the HostedClusters of shard of shards,
 // with r's settings and caches (SetupCaches must have run on r) and state
@@ -64,7 +62,7 @@ func (r *Reconciler) controllerName() string {
 
 // mine reports whether req is a HostedCluster of the reconciler's shard.
 func (r *Reconciler) mine(req reconcile.Request) bool {
-	return !r.sharded() || leaderelection.ShardOf(ShardKey(req.Namespace, req.Name), r.Shards) == r.Shard
+	return !r.sharded() || leaderelection.ShardOf(hyperv1.HostedClusterShardKey(req.Namespace, req.Name), r.Shards) == r.Shard
 }
 
 // newQueue makes, when sharded, controller-runtime's default queue (its

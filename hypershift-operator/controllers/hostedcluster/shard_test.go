@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
@@ -31,7 +32,7 @@ func TestShardQueueTakesOnlyItsShard(t *testing.T) {
 	var mine, others []reconcile.Request
 	for i := 0; len(mine) < 4 || len(others) < 4; i++ {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fmt.Sprintf("clusters-%d", i), Name: "demo"}}
-		if leaderelection.ShardOf(ShardKey(req.Namespace, req.Name), 4) == 2 {
+		if leaderelection.ShardOf(hyperv1.HostedClusterShardKey(req.Namespace, req.Name), 4) == 2 {
 			mine = append(mine, req)
 		} else {
 			others = append(others, req)
@@ -65,7 +66,7 @@ func TestShardQueueTakesOnlyItsShard(t *testing.T) {
 		t.Errorf("%d requests of other shards were queued", n)
 	}
 	for req := range got {
-		if leaderelection.ShardOf(ShardKey(req.Namespace, req.Name), 4) != 2 {
+		if leaderelection.ShardOf(hyperv1.HostedClusterShardKey(req.Namespace, req.Name), 4) != 2 {
 			t.Errorf("%s of another shard was queued", req)
 		}
 	}
