@@ -41,6 +41,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -106,7 +107,7 @@ func run() int {
 		return 1
 	}
 	markdown := res.markdown()
-	if !*writeReport {
+	if !*writeReport || interrupted(ctx) {
 		fmt.Printf("\n%s\n%s\n", startup.markdown(), markdown)
 		return exitCode(err)
 	}
@@ -135,6 +136,17 @@ func writeSection(name, body string) bool {
 	return true
 }
 
+// interrupted reports whether the run was stopped by a signal (not its
+// timeout): its figures are printed but not written, so that stopping a
+// run does not replace the recorded ones with part of a run.
+func interrupted(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		fmt.Fprintln(os.Stderr, "interrupted: the figures printed here are part of a run; docs/benchmarks.md is left as it was")
+		return true
+	}
+	return false
+}
+
 func exitCode(err error) int {
 	if err != nil {
 		return 1
@@ -153,7 +165,7 @@ func (b *bench) runDensity(ctx context.Context, started time.Time) int {
 		return 1
 	}
 	markdown := res.markdown()
-	if !*writeReport {
+	if !*writeReport || interrupted(ctx) {
 		fmt.Printf("\n%s\n", markdown)
 		return exitCode(err)
 	}
