@@ -91,13 +91,20 @@ func createFixtures(t *testing.T) {
 		lease("leaders-a-failed", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-z", time.Minute, 5*time.Second, 15, 1),
 		released,
 	)
+	createUnlessExists(t, objs...)
+	createPod(t, "leaders-a-demo", "control-plane-operator-x", corev1.PodRunning)
+	createPod(t, "leaders-a-failed", "control-plane-operator-z", corev1.PodFailed)
+}
+
+// createUnlessExists creates objs, keeping those that already exist (the
+// tests share fixed names, and may run more than once in a process).
+func createUnlessExists(t *testing.T, objs ...client.Object) {
+	t.Helper()
 	for _, obj := range objs {
 		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("failed to create %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
 		}
 	}
-	createPod(t, "leaders-a-demo", "control-plane-operator-x", corev1.PodRunning)
-	createPod(t, "leaders-a-failed", "control-plane-operator-z", corev1.PodFailed)
 }
 
 // createPod creates a control-plane-operator pod, unless it exists, and
@@ -228,11 +235,7 @@ func TestLeadersOfShards(t *testing.T) {
 		hostedCluster(clusters, "two"),
 		hostedCluster(clusters, "three"),
 	}
-	for _, obj := range objs {
-		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	createUnlessExists(t, objs...)
 	admin, err := env.AddUserKubeconfig("leaders-admin", "system:masters")
 	if err != nil {
 		t.Fatal(err)
@@ -258,11 +261,7 @@ func TestLeadersOfShards(t *testing.T) {
 		ho := ho.DeepCopy()
 		ho.Namespace, ho.ResourceVersion = "leaders-sharded-bad", ""
 		ho.Annotations[hyperv1.OperatorShardsAnnotation] = "0"
-		for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ho.Namespace}}, ho} {
-			if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatal(err)
-			}
-		}
+		createUnlessExists(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ho.Namespace}}, ho)
 		_, err := runGet(t, "leaders", "-n", clusters, "--hypershift-namespace", ho.Namespace, "--kubeconfig", admin)
 		want := `the hypershift-operator's Lease says it runs "0" shards (annotation ` + hyperv1.OperatorShardsAnnotation + `): not a count from 1 to 64`
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -374,11 +373,7 @@ func grant(t *testing.T, group string, rules []rbacv1.PolicyRule, probe authoriz
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
 	}
-	for _, obj := range []client.Object{role, binding} {
-		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	createUnlessExists(t, role, binding)
 	// The authorizer sees new bindings asynchronously: wait until it does.
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -421,16 +416,12 @@ func TestLeadersWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range []client.Object{
+	createUnlessExists(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaders-w"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaders-w-watched"}},
 		hostedCluster("leaders-w", "watched"),
 		lease("leaders-w-watched", hyperv1.ControlPlaneOperatorLeaseName, "control-plane-operator-old", time.Minute, time.Second, 15, 0),
-	} {
-		if err := env.Client.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	)
 	out := &syncBuffer{}
 	cmd := newCommand(func() time.Time { return fixedNow }, out)
 	cmd.SetErr(io.Discard)
