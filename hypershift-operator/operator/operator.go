@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ManagementClusterNetworks, "management-cluster-networks", o.ManagementClusterNetworks, "CIDRs holding every address of the management cluster (its nodes and their kubelets, pods, Services, API server and etcd). With them, every control-plane namespace gets NetworkPolicies that keep the machines of platform Pod and the hosted kube-apiserver's calls (webhooks, aggregated APIs) off them, except the hosted cluster's published endpoint; they need a pod network that enforces NetworkPolicies. Empty: none.")
 	fs.StringSliceVar(&o.MachineAllowedEndpoints, "machine-allowed-endpoints", o.MachineAllowedEndpoints, "IP:port addresses inside --management-cluster-networks that machines of platform Pod may reach all the same, such as the image registry they pull from (and the hosted API endpoint when it is published under a DNS name: only an address gets a rule of its own).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d, per shard a replica holds (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
-	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. NodePools, fencing, the lease arbiter and etcd backups stay with that Lease's holder.", config.MaxShards))
+	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. A HostedCluster's NodePools, etcd backups and lease arbitration go with its shard; the fencing policy stays with the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease.", config.MaxShards))
 }
 
 // Validate refuses options the HO must not run with, its own timings and
@@ -145,23 +145,35 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// addHostedClusterController runs the HostedCluster controller under the
-// HO's Lease, or, with --shards above 1, one per shard this replica holds,
-// each under the shard's Lease.
-func addHostedClusterController(mgr *leaderelection.Manager, restConfig *rest.Config, o Options, identity string, reconciler *hostedcluster.Reconciler) error {
+// perClusterSetup sets up, on a manager, the controllers whose work is
+// per HostedCluster, for one shard (the whole when not sharded).
+type perClusterSetup func(mgr manager.Manager, shard leaderelection.Shard) error
+
+// addPerClusterControllers runs the controllers whose work is per
+// HostedCluster (the HostedCluster controller, and setup's: NodePools,
+// etcd backups, the lease arbiter) under the HO's Lease, or, with
+// --shards above 1, one of each per shard this replica holds, under the
+// shard's Lease: every write for a HostedCluster comes from the holder of
+// its shard.
+func addPerClusterControllers(mgr *leaderelection.Manager, restConfig *rest.Config, o Options, identity string, reconciler *hostedcluster.Reconciler, setup perClusterSetup) error {
 	if o.Shards <= 1 {
 		if err := mgr.AddPerTerm(reconciler.SetupWithManager); err != nil {
 			return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
 		}
-		return nil
+		return mgr.AddPerTerm(func(m manager.Manager) error { return setup(m, leaderelection.Shard{}) })
 	}
 	shards := make([]*hostedcluster.Reconciler, o.Shards)
 	for i := range shards {
-		shards[i] = reconciler.ForShard(i, o.Shards)
+		shards[i] = reconciler.ForShard(leaderelection.Shard{Index: i, Count: o.Shards})
 	}
 	err := mgr.AddShards(restConfig, leaderelection.Sharding{
 		Count: o.Shards, Namespace: o.Namespace, Name: hyperv1.HypershiftOperatorLeaseName, Timings: o.Timings, Identity: identity,
-	}, func(m manager.Manager, shard int) error { return shards[shard].SetupWithManager(m) }, mgr.GetLogger())
+	}, func(m manager.Manager, shard int) error {
+		if err := shards[shard].SetupWithManager(m); err != nil {
+			return fmt.Errorf("failed to set up the HostedCluster controller: %w", err)
+		}
+		return setup(m, shards[shard].Shard)
+	}, mgr.GetLogger())
 	if err != nil {
 		return fmt.Errorf("failed to set up the HostedCluster shards: %w", err)
 	}
@@ -239,24 +251,28 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err
 	}
-	if err := addHostedClusterController(mgr, restConfig, o, identity, reconciler); err != nil {
-		return err
-	}
-	pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries}
-	if err := mgr.AddPerTerm(pools.SetupWithManager); err != nil {
-		return fmt.Errorf("failed to set up the NodePool controller: %w", err)
-	}
-	backups := &etcdbackup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	if err := mgr.AddPerTerm(backups.SetupWithManager); err != nil {
-		return fmt.Errorf("failed to set up the EtcdBackup controller: %w", err)
-	}
 	leading := func() bool { return elector == nil || elector.Status().Leading }
 	if err := metrics.Registry.Register(hostedcluster.NewDurationCollector(ctx, mgr.GetClient(), leading)); err != nil {
 		return fmt.Errorf("failed to register the HostedCluster duration metrics: %w", err)
 	}
-	arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active(), Heartbeats: heartbeats}
-	if err := mgr.AddPerTerm(arbiter.SetupWithManager); err != nil {
-		return fmt.Errorf("failed to set up the lease arbiter: %w", err)
+	// Made anew for each term (of each shard): their state is the term's.
+	setup := func(m manager.Manager, shard leaderelection.Shard) error {
+		pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries, Shard: shard}
+		if err := pools.SetupWithManager(m); err != nil {
+			return fmt.Errorf("failed to set up the NodePool controller: %w", err)
+		}
+		backups := &etcdbackup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Shard: shard}
+		if err := backups.SetupWithManager(m); err != nil {
+			return fmt.Errorf("failed to set up the EtcdBackup controller: %w", err)
+		}
+		arbiter := &leasearbiter.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Fencing: fencing.Active(), Heartbeats: heartbeats, Shard: shard}
+		if err := arbiter.SetupWithManager(m); err != nil {
+			return fmt.Errorf("failed to set up the lease arbiter: %w", err)
+		}
+		return nil
+	}
+	if err := addPerClusterControllers(mgr, restConfig, o, identity, reconciler, setup); err != nil {
+		return err
 	}
 	if fencing.Active() {
 		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace}

@@ -9,6 +9,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
@@ -43,8 +46,9 @@ func awaitShards(t *testing.T, namespace string, want []string, within time.Dura
 
 // TestShardedOperators runs two hypershift-operator processes with four
 // shards: they split the shards, each HostedCluster is written for only by
-// the holder of its shard's Lease (audit log), and when one is killed its
-// shards move to the survivor, which reconciles their HostedClusters.
+// the holder of its shard's Lease (audit log), its NodePool and EtcdBackup
+// included, and when one is killed its shards move to the survivor, which
+// reconciles their HostedClusters.
 func TestShardedOperators(t *testing.T) {
 	hoNamespace := env.Namespace(t)
 	a := startProcess(t, hoNamespace, "ho-shards-a", "hypershift-operator-a", fmt.Sprintf("--shards=%d", shardCount))
@@ -74,13 +78,28 @@ func TestShardedOperators(t *testing.T) {
 		clusters = append(clusters, hc)
 		covered[shardOf(hc)] = true
 	}
-	awaitOperatorDeployments(t, clusters...)
+	awaitReconciled(t, clusters...)
 
 	users := map[string]string{a.user: a.Pod, b.user: b.Pod}
 	t.Run("each HostedCluster is written for by its shard's holder only", func(t *testing.T) {
 		byUser := assertWritesFromShardHolders(t, hoNamespace, clusters, users)
 		if byUser[a.user] == 0 || byUser[b.user] == 0 {
 			t.Fatalf("writes for the HostedClusters by user: %v; both replicas must work for the check to mean anything", byUser)
+		}
+		// The NodePools' and EtcdBackups' writers count among them: a
+		// pool or backup of every shard was written for.
+		for _, resource := range []string{"nodepools", "etcdbackups"} {
+			shards := map[int]bool{}
+			for _, w := range auditlog.Writes(mustAuditEvents(t), auditlog.Query{Users: []string{a.user, b.user}, SucceededOnly: true}) {
+				for _, hc := range clusters {
+					if w.Resource == resource && w.Namespace == hc.Namespace {
+						shards[shardOf(hc)] = true
+					}
+				}
+			}
+			if len(shards) != shardCount {
+				t.Errorf("%s of shards %v only were written for; the check proves nothing for the others", resource, shards)
+			}
 		}
 	})
 
@@ -103,7 +122,7 @@ func TestShardedOperators(t *testing.T) {
 			}
 		}
 		clusters = append(clusters, moved)
-		awaitOperatorDeployments(t, clusters...)
+		awaitReconciled(t, clusters...)
 		assertWritesFromShardHolders(t, hoNamespace, clusters, users)
 		for _, w := range writes(t, b.user) {
 			if w.At.After(killed.Add(time.Second)) {
@@ -113,19 +132,72 @@ func TestShardedOperators(t *testing.T) {
 	})
 }
 
-// awaitOperatorDeployments waits for every cluster's control-plane-operator
-// Deployment.
-func awaitOperatorDeployments(t *testing.T, clusters ...*hyperv1.HostedCluster) {
+// newPoolAndBackup gives hc a NodePool and an EtcdBackup.
+func newPoolAndBackup(t *testing.T, hc *hyperv1.HostedCluster) {
 	t.Helper()
+	pool := &hyperv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: "workers"},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: hc.Name,
+			Release:     hc.Spec.Release,
+			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+		},
+	}
+	backup := &hyperv1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: "nightly"},
+		Spec: hyperv1.EtcdBackupSpec{
+			ClusterName: hc.Name,
+			Storage:     hyperv1.EtcdBackupStorage{PersistentVolumeClaim: hyperv1.EtcdBackupVolumeClaim{ClaimName: "backups"}},
+		},
+	}
+	for _, obj := range []client.Object{pool, backup} {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// awaitReconciled waits for every cluster's control-plane-operator
+// Deployment, and for its NodePool and EtcdBackup to carry their
+// finalizers (given them first if they have none yet).
+func awaitReconciled(t *testing.T, clusters ...*hyperv1.HostedCluster) {
+	t.Helper()
+	for _, hc := range clusters {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hc.Namespace, Name: "workers"}, &hyperv1.NodePool{}); apierrors.IsNotFound(err) {
+			newPoolAndBackup(t, hc)
+		}
+	}
 	testutil.Eventually(t, 60*time.Second, func() error {
 		for _, hc := range clusters {
 			key := client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name), Name: "control-plane-operator"}
 			if err := env.Client.Get(t.Context(), key, &appsv1.Deployment{}); err != nil {
 				return fmt.Errorf("%s: %w", key, err)
 			}
+			pool := &hyperv1.NodePool{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hc.Namespace, Name: "workers"}, pool); err != nil {
+				return err
+			}
+			backup := &hyperv1.EtcdBackup{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hc.Namespace, Name: "nightly"}, backup); err != nil {
+				return err
+			}
+			if len(pool.Finalizers) == 0 || len(backup.Finalizers) == 0 {
+				return fmt.Errorf("the NodePool and EtcdBackup of %s/%s have finalizers %v and %v", hc.Namespace, hc.Name, pool.Finalizers, backup.Finalizers)
+			}
 		}
 		return nil
 	})
+}
+
+// mustAuditEvents reads the audit log.
+func mustAuditEvents(t *testing.T) []auditv1.Event {
+	t.Helper()
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
 
 // assertWritesFromShardHolders checks, in the audit log, that every write
@@ -136,10 +208,7 @@ func awaitOperatorDeployments(t *testing.T, clusters ...*hyperv1.HostedCluster) 
 // held the shard then. It returns the writes counted by user.
 func assertWritesFromShardHolders(t *testing.T, hoNamespace string, clusters []*hyperv1.HostedCluster, users map[string]string) map[string]int {
 	t.Helper()
-	events, err := env.AuditEvents()
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := mustAuditEvents(t)
 	names := make([]string, 0, len(users))
 	for user := range users {
 		names = append(names, user)

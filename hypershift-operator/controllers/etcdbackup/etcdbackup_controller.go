@@ -36,12 +36,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 )
 
 // Finalizer keeps an EtcdBackup until the objects made for it in the
@@ -60,6 +62,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Shard, when a part, limits the controller to the EtcdBackups of the
+	// HostedClusters of that shard (leaderelection.AddShards).
+	Shard leaderelection.Shard
 }
 
 // AddCacheOptions limits the manager's cache of Jobs to those made for
@@ -80,11 +85,22 @@ func AddCacheOptions(opts *cache.Options) {
 // does (it waits for the cluster to be available).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("etcdbackup").
+		Named(r.Shard.Name("etcdbackup")).
+		WithOptions(controller.Options{NewQueue: r.Shard.NewQueue(r.shardKey)}).
 		For(&hyperv1.EtcdBackup{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupOfJob)).
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.backupsOf)).
 		Complete(r)
+}
+
+// shardKey is the shard key of an EtcdBackup request: its HostedCluster's,
+// from the backup in the manager's cache (its spec is immutable).
+func (r *Reconciler) shardKey(ctx context.Context, req reconcile.Request) (string, bool) {
+	backup := &hyperv1.EtcdBackup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, backup); err != nil {
+		return "", false
+	}
+	return hyperv1.HostedClusterShardKey(backup.Namespace, backup.Spec.ClusterName), true
 }
 
 // backupOfJob maps a Job to its EtcdBackup: by annotation in a

@@ -47,6 +47,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -110,9 +111,9 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many HostedClusters are reconciled at
 	// once; zero means config.DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
-	// Shard and Shards, when Shards > 1, limit the controller to the
-	// HostedClusters of shard Shard of Shards (shard.go).
-	Shard, Shards int
+	// Shard, when a part, limits the controller to the HostedClusters of
+	// that shard (shard.go).
+	Shard leaderelection.Shard
 
 	fences fences
 	// lostNodes remembers the HostedClusters reported because of each lost

@@ -223,11 +223,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
-		Named(r.controllerName()).
+		Named(r.Shard.Name("hostedcluster")).
 		// HostedClusters are reconciled side by side; one is never
 		// reconciled twice at once (the work queue's guarantee). A shard's
 		// queue takes only its HostedClusters.
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles(), RateLimiter: backoff.FailureRateLimiter(), NewQueue: r.newQueue()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles(), RateLimiter: backoff.FailureRateLimiter(), NewQueue: r.Shard.NewQueue(ShardKey)}).
 		// Its own status writes do not come back as passes.
 		For(&hyperv1.HostedCluster{}, builder.WithPredicates(notOnlyStatus)).
 		// The HostedCluster refused a node port another holds learns when

@@ -1,76 +1,16 @@
 package hostedcluster
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
-	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
-
-// TestShardQueueTakesOnlyItsShard: every way into a shard's queue drops
-// the HostedClusters of other shards and keeps its own; without shards,
-// the queue is controller-runtime's default.
-func TestShardQueueTakesOnlyItsShard(t *testing.T) {
-	if q := (&Reconciler{}).newQueue(); q != nil {
-		t.Fatal("without shards the controller gets a queue of its own, not controller-runtime's default")
-	}
-	r := &Reconciler{Shard: 2, Shards: 4}
-	q := r.newQueue()("hostedcluster-shard-2", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	var mine, others []reconcile.Request
-	for i := 0; len(mine) < 4 || len(others) < 4; i++ {
-		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fmt.Sprintf("clusters-%d", i), Name: "demo"}}
-		if leaderelection.ShardOf(hyperv1.HostedClusterShardKey(req.Namespace, req.Name), 4) == 2 {
-			mine = append(mine, req)
-		} else {
-			others = append(others, req)
-		}
-	}
-	pq := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	adds := []func(reconcile.Request){
-		q.Add,
-		func(req reconcile.Request) { q.AddAfter(req, time.Millisecond) },
-		q.AddRateLimited,
-		func(req reconcile.Request) { pq.AddWithOpts(priorityqueue.AddOpts{}, req) },
-	}
-	for i, add := range adds {
-		add(others[i])
-		add(mine[i])
-	}
-	got := map[reconcile.Request]bool{}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(got) < len(mine) && time.Now().Before(deadline) {
-		req, _ := q.Get()
-		got[req] = true
-		q.Done(req)
-	}
-	for _, req := range mine {
-		if !got[req] {
-			t.Errorf("the shard's own %s was not queued", req)
-		}
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := q.Len(); n != 0 {
-		t.Errorf("%d requests of other shards were queued", n)
-	}
-	for req := range got {
-		if leaderelection.ShardOf(hyperv1.HostedClusterShardKey(req.Namespace, req.Name), 4) != 2 {
-			t.Errorf("%s of another shard was queued", req)
-		}
-	}
-}
 
 // TestForShardKeepsEverySetting: a shard's reconciler has every exported
 // setting of the one it is made from (a field added to Reconciler and
@@ -80,7 +20,7 @@ func TestForShardKeepsEverySetting(t *testing.T) {
 	v := reflect.ValueOf(r).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if !f.IsExported() || f.Name == "Shard" || f.Name == "Shards" {
+		if !f.IsExported() || f.Name == "Shard" {
 			continue
 		}
 		field := v.Field(i)
@@ -105,16 +45,16 @@ func TestForShardKeepsEverySetting(t *testing.T) {
 			t.Fatalf("field %s could not be set: teach this test to set it", f.Name)
 		}
 	}
-	s := r.ForShard(1, 4)
+	s := r.ForShard(leaderelection.Shard{Index: 1, Count: 4})
 	sv := reflect.ValueOf(s).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if f.IsExported() && f.Name != "Shard" && f.Name != "Shards" && !reflect.DeepEqual(v.Field(i).Interface(), sv.Field(i).Interface()) {
+		if f.IsExported() && f.Name != "Shard" && !reflect.DeepEqual(v.Field(i).Interface(), sv.Field(i).Interface()) {
 			t.Errorf("ForShard does not copy %s", f.Name)
 		}
 	}
-	if s.Shard != 1 || s.Shards != 4 {
-		t.Errorf("ForShard(1, 4) gave shard %d of %d", s.Shard, s.Shards)
+	if s.Shard != (leaderelection.Shard{Index: 1, Count: 4}) {
+		t.Errorf("ForShard(1 of 4) gave shard %+v", s.Shard)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/holderpod"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
@@ -69,6 +70,10 @@ type Reconciler struct {
 	// pod running, before it counts as stopped; DefaultRestartGrace when
 	// zero.
 	RestartGrace time.Duration
+	// Shard, when a part, limits the controller to the Leases of the
+	// control planes of the HostedClusters of that shard
+	// (leaderelection.AddShards).
+	Shard leaderelection.Shard
 
 	// heartbeats is Heartbeats, or the term's own tracker.
 	heartbeats *nodeheartbeat.Tracker

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -20,6 +21,7 @@ import (
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/hypershift-operator/nodeheartbeat"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/leasestate"
 )
 
@@ -65,12 +67,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("leasearbiter").
+		Named(r.Shard.Name("leasearbiter")).
+		WithOptions(controller.Options{NewQueue: r.Shard.NewQueue(r.shardKey)}).
 		For(&coordinationv1.Lease{}, builder.WithPredicates(controlPlaneOperatorLease, holderChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(leaseOfNamespace), builder.OnlyMetadata).
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(leaseOfCluster)).
 		WatchesRawSource(source.Channel(r.lostNodes, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// shardKey is the shard key of a CPO Lease request: the HostedCluster's
+// its control-plane namespace was created for, from the namespace in the
+// manager's cache.
+func (r *Reconciler) shardKey(ctx context.Context, req reconcile.Request) (string, bool) {
+	namespace := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: req.Namespace}, namespace); err != nil {
+		return "", false
+	}
+	cluster, ok := render.ClusterOf(namespace)
+	if !ok {
+		return "", false
+	}
+	return hyperv1.HostedClusterShardKey(cluster.Namespace, cluster.Name), true
 }
 
 // controlPlaneOperatorLease passes the CPO Leases only.

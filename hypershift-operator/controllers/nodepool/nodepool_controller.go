@@ -40,6 +40,7 @@ import (
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/backoff"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 )
 
@@ -75,6 +76,9 @@ type Reconciler struct {
 	InsecureRegistries []string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Shard, when a part, limits the controller to the NodePools of the
+	// HostedClusters of that shard (leaderelection.AddShards).
+	Shard leaderelection.Shard
 
 	// hosted are clients of the hosted clusters, which the pools' nodes
 	// are counted in.
@@ -94,10 +98,10 @@ func (r *Reconciler) now() time.Time {
 // (a cluster created after its pool, a kubeconfig published).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("nodepool").
+		Named(r.Shard.Name("nodepool")).
 		// A pass may wait on a hosted API server that hangs (up to its
 		// request timeout): pools of other clusters go on meanwhile.
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: backoff.FailureRateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: backoff.FailureRateLimiter(), NewQueue: r.Shard.NewQueue(r.shardKey)}).
 		// A failed pass is retried within backoff.MaxFailureDelay, so a pool
 		// catches up soon after an outage of either API server.
 		For(&hyperv1.NodePool{}).
@@ -105,6 +109,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A pool of platform Pod follows its machines' rollout.
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(poolOfMachineDeployment)).
 		Complete(r)
+}
+
+// shardKey is the shard key of a NodePool request: its HostedCluster's,
+// from the pool in the manager's cache (spec.clusterName is immutable).
+func (r *Reconciler) shardKey(ctx context.Context, req reconcile.Request) (string, bool) {
+	np := &hyperv1.NodePool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, np); err != nil {
+		return "", false
+	}
+	return hyperv1.HostedClusterShardKey(np.Namespace, np.Spec.ClusterName), true
 }
 
 // poolOfMachineDeployment maps a pool's MachineDeployment (named as the

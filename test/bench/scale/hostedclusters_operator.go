@@ -78,7 +78,7 @@ func (r *hcRun) startOperator(ctx context.Context, binary string, o hcOptions) (
 		return err
 	}
 	// The other replicas once the first leads, so that the HO's own Lease
-	// (NodePools, fencing) stays with it, as the one-replica run has it.
+	// (the fencing policy) stays with it, as the one-replica run has it.
 	for i := 1; i < o.replicas; i++ {
 		p, metricsURL, err := r.launchOperator(binary, fmt.Sprintf("%s-%d", operatorReplicaPrefix, i), workers)
 		if err != nil {
