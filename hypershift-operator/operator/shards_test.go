@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,7 +73,7 @@ func TestShardedOperators(t *testing.T) {
 		if len(clusters) == 40 {
 			t.Fatalf("40 HostedClusters covered only shards %v", covered)
 		}
-		hc := newHostedCluster(t, registry, image)
+		hc := newClusterWithPoolAndBackup(t, registry, image)
 		clusters = append(clusters, hc)
 		covered[shardOf(hc)] = true
 	}
@@ -88,15 +87,17 @@ func TestShardedOperators(t *testing.T) {
 		}
 		// The NodePools' and EtcdBackups' writers count among them: a
 		// pool or backup of every shard was written for.
-		for _, resource := range []string{"nodepools", "etcdbackups"} {
-			shards := map[int]bool{}
-			for _, w := range auditlog.Writes(mustAuditEvents(t), auditlog.Query{Users: []string{a.user, b.user}, SucceededOnly: true}) {
-				for _, hc := range clusters {
-					if w.Resource == resource && w.Namespace == hc.Namespace {
-						shards[shardOf(hc)] = true
-					}
-				}
+		shardOfNamespace := map[string]int{}
+		for _, hc := range clusters {
+			shardOfNamespace[hc.Namespace] = shardOf(hc)
+		}
+		shardsByResource := map[string]map[int]bool{"nodepools": {}, "etcdbackups": {}}
+		for _, w := range auditlog.Writes(mustAuditEvents(t), auditlog.Query{Users: []string{a.user, b.user}, SucceededOnly: true}) {
+			if shard, ok := shardOfNamespace[w.Namespace]; ok && shardsByResource[w.Resource] != nil {
+				shardsByResource[w.Resource][shard] = true
 			}
+		}
+		for resource, shards := range shardsByResource {
 			if len(shards) != shardCount {
 				t.Errorf("%s of shards %v only were written for; the check proves nothing for the others", resource, shards)
 			}
@@ -115,7 +116,7 @@ func TestShardedOperators(t *testing.T) {
 		// A new HostedCluster of a shard the killed replica held.
 		var moved *hyperv1.HostedCluster
 		for moved == nil {
-			if hc := newHostedCluster(t, registry, image); shardOf(hc) == 1 || shardOf(hc) == 3 {
+			if hc := newClusterWithPoolAndBackup(t, registry, image); shardOf(hc) == 1 || shardOf(hc) == 3 {
 				moved = hc
 			} else {
 				clusters = append(clusters, hc)
@@ -132,9 +133,11 @@ func TestShardedOperators(t *testing.T) {
 	})
 }
 
-// newPoolAndBackup gives hc a NodePool and an EtcdBackup.
-func newPoolAndBackup(t *testing.T, hc *hyperv1.HostedCluster) {
+// newClusterWithPoolAndBackup creates a HostedCluster with a NodePool and
+// an EtcdBackup.
+func newClusterWithPoolAndBackup(t *testing.T, registry *releasetest.Registry, image string) *hyperv1.HostedCluster {
 	t.Helper()
+	hc := newHostedCluster(t, registry, image)
 	pool := &hyperv1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: "workers"},
 		Spec: hyperv1.NodePoolSpec{
@@ -156,18 +159,14 @@ func newPoolAndBackup(t *testing.T, hc *hyperv1.HostedCluster) {
 			t.Fatal(err)
 		}
 	}
+	return hc
 }
 
 // awaitReconciled waits for every cluster's control-plane-operator
 // Deployment, and for its NodePool and EtcdBackup to carry their
-// finalizers (given them first if they have none yet).
+// finalizers.
 func awaitReconciled(t *testing.T, clusters ...*hyperv1.HostedCluster) {
 	t.Helper()
-	for _, hc := range clusters {
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hc.Namespace, Name: "workers"}, &hyperv1.NodePool{}); apierrors.IsNotFound(err) {
-			newPoolAndBackup(t, hc)
-		}
-	}
 	testutil.Eventually(t, 60*time.Second, func() error {
 		for _, hc := range clusters {
 			key := client.ObjectKey{Namespace: hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name), Name: "control-plane-operator"}
