@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ManagementClusterNetworks, "management-cluster-networks", o.ManagementClusterNetworks, "CIDRs holding every address of the management cluster (its nodes and their kubelets, pods, Services, API server and etcd). With them, every control-plane namespace gets NetworkPolicies that keep the machines of platform Pod and the hosted kube-apiserver's calls (webhooks, aggregated APIs) off them, except the hosted cluster's published endpoint; they need a pod network that enforces NetworkPolicies. Empty: none.")
 	fs.StringSliceVar(&o.MachineAllowedEndpoints, "machine-allowed-endpoints", o.MachineAllowedEndpoints, "IP:port addresses inside --management-cluster-networks that machines of platform Pod may reach all the same, such as the image registry they pull from (and the hosted API endpoint when it is published under a DNS name: only an address gets a rule of its own).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d, per shard a replica holds (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
-	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. A HostedCluster's NodePools, etcd backups and lease arbitration go with its shard; the fencing policy stays with the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease.", config.MaxShards))
+	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. A HostedCluster's NodePools, etcd backups and lease arbitration go with its shard; the fencing policy stays with the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. With fencing on, the API server refuses a replica's writes in the control-plane namespaces of a shard whose Lease it does not hold.", config.MaxShards))
 }
 
 // Validate refuses options the HO must not run with, its own timings and
@@ -275,7 +275,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		return err
 	}
 	if fencing.Active() {
-		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace}
+		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace, Shards: o.Shards}
 		if err := mgr.AddPerTerm(fencer.SetupWithManager); err != nil {
 			return fmt.Errorf("failed to set up the fencing controller: %w", err)
 		}

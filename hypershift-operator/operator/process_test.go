@@ -80,17 +80,24 @@ func startProcess(t *testing.T, namespace, user, pod string, extraArgs ...string
 // to user.
 func grant(t *testing.T, namespace, user string, shards int) {
 	t.Helper()
-	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	grantSubject(t, namespace, user, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, shards)
+}
+
+// grantSubject binds the HO's ClusterRole and leader-election Role (for
+// shards) to subject, with bindings named name.
+func grantSubject(t *testing.T, namespace, name string, subject rbacv1.Subject, shards int) {
+	t.Helper()
+	subjects := []rbacv1.Subject{subject}
 	objects := []client.Object{
 		rbac.ClusterRole(),
 		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: user},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.HypershiftOperatorName},
 			Subjects:   subjects,
 		},
 		rbac.LeaderElectionRole(namespace, shards),
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rbac.LeaderElectionRole(namespace, shards).Name},
 			Subjects:   subjects,
 		},

@@ -79,10 +79,16 @@ const (
 // podNameExpression is the writing pod's name, for messages.
 var podNameExpression = fmt.Sprintf("(has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : '<no pod name in token>')", PodNameExtra)
 
+// podHoldsLease is true when the writing pod's name (in its pod-bound
+// token) is the holder of the param Lease, which has one.
+var podHoldsLease = fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 && has(params.spec.holderIdentity) && params.spec.holderIdentity != '' && params.spec.holderIdentity == request.userInfo.extra['%[1]s'][0]", PodNameExtra)
+
+// leaseHolderExpression is the param Lease's holder, for messages.
+const leaseHolderExpression = "(has(params.spec.holderIdentity) && params.spec.holderIdentity != '' ? params.spec.holderIdentity : '" + noHolder + "')"
+
 // FencingPolicy is the one policy every control-plane namespace binds.
 func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	holds := fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 && has(params.spec.holderIdentity) && params.spec.holderIdentity != '' && params.spec.holderIdentity == request.userInfo.extra['%[1]s'][0]", PodNameExtra)
-	return leaderFencingPolicy(FencingPolicyName, hyperv1.ControlPlaneOperatorName, holds, FencingMessageMarker)
+	return leaderFencingPolicy(FencingPolicyName, hyperv1.ControlPlaneOperatorName, podHoldsLease, FencingMessageMarker)
 }
 
 // leaderFencingPolicy is a policy, whose param is a Lease, that refuses
@@ -91,7 +97,6 @@ func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // is true; its denials start with marker and name the writing pod and the
 // holder.
 func leaderFencingPolicy(name, serviceAccount, holds, marker string) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	holder := "(has(params.spec.holderIdentity) && params.spec.holderIdentity != '' ? params.spec.holderIdentity : '" + noHolder + "')"
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -131,7 +136,7 @@ func leaderFencingPolicy(name, serviceAccount, holds, marker string) *admissionr
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: holds,
 				MessageExpression: "'" + marker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
-					"' (holder: ' + " + holder + " + '); only the holder may write'",
+					"' (holder: ' + " + leaseHolderExpression + " + '); only the holder may write'",
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},

@@ -12,7 +12,8 @@ import (
 // holds the machines, privileged Pods each (a node runs containers): Pod
 // Security "privileged" is enforced there, and "restricted" still audited
 // and warned, so that the audit log names every Pod beyond it. Labelled
-// LeaderFencingLabel when the HO fences it (in.Fenced).
+// LeaderFencingLabel when the HO fences it (in.Fenced), and
+// OperatorShardLabel when the HO's shards are fenced (in.OperatorShard).
 func Namespace(in Inputs) *corev1.Namespace {
 	meta := in.objectMeta(in.Namespace())
 	meta.Namespace = ""
@@ -31,6 +32,9 @@ func Namespace(in Inputs) *corev1.Namespace {
 	}
 	if in.Fenced {
 		meta.Labels[LeaderFencingLabel] = "true"
+	}
+	if in.OperatorShard != "" {
+		meta.Labels[hyperv1.OperatorShardLabel] = in.OperatorShard
 	}
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},

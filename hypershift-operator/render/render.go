@@ -59,6 +59,11 @@ type Inputs struct {
 	// Fenced says the HO fences this control plane: its namespace carries
 	// LeaderFencingLabel, which the fencing bindings select.
 	Fenced bool
+	// OperatorShard is, when the HO runs more than one shard and fences,
+	// the shard of this HostedCluster as OperatorShardLabel's value
+	// ("<i>-of-<count>"), which its shard's fencing binding selects; ""
+	// otherwise.
+	OperatorShard string
 }
 
 // EtcdRestore is what a restoring cluster's control-plane namespace is

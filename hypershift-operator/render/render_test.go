@@ -231,6 +231,23 @@ func TestKeepAliveGolden(t *testing.T) {
 	}
 }
 
+func TestOperatorShardFencingGolden(t *testing.T) {
+	testutil.CompareWithGolden(t, "operator-shard-fencing-policy", OperatorFencingPolicy("hypershift", "hypershift-operator"))
+	testutil.CompareWithGolden(t, "operator-shard-fencing-binding", OperatorShardBinding(1, "1-of-4", "hypershift", "hypershift-operator-leader-elect-shard-1"))
+}
+
+// TestNamespaceCarriesItsOperatorShard: the shard label is set when the
+// inputs name a shard, and absent otherwise.
+func TestNamespaceCarriesItsOperatorShard(t *testing.T) {
+	hc := &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"}}
+	if got, ok := Namespace(Inputs{HostedCluster: hc, OperatorShard: "1-of-4"}).Labels[hyperv1.OperatorShardLabel]; got != "1-of-4" {
+		t.Errorf("label %s is %q (%v), want 1-of-4", hyperv1.OperatorShardLabel, got, ok)
+	}
+	if got, ok := Namespace(Inputs{HostedCluster: hc}).Labels[hyperv1.OperatorShardLabel]; ok {
+		t.Errorf("label %s is %q without a shard, want none", hyperv1.OperatorShardLabel, got)
+	}
+}
+
 // TestClusterOfReadsWhatClusterKeyWrites: the annotation round-trips, and
 // values that name no HostedCluster are refused.
 func TestClusterOfReadsWhatClusterKeyWrites(t *testing.T) {

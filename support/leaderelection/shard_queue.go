@@ -39,6 +39,17 @@ func (s Shard) Name(name string) string {
 	return fmt.Sprintf("%s-shard-%d", name, s.Index)
 }
 
+// Label is s as a label value, "<index>-of-<count>" (the hypershift-
+// operator's OperatorShardLabel), "" for the whole: the count is part of
+// it, so that a label set under another count selects no binding of this
+// one.
+func (s Shard) Label() string {
+	if !s.Sharded() {
+		return ""
+	}
+	return fmt.Sprintf("%d-of-%d", s.Index, s.Count)
+}
+
 // KeyOf gives the shard key of a request, false when it cannot tell (the
 // object is not in the cache). It reads the manager's cache only: it runs
 // on every enqueue.

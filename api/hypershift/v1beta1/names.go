@@ -91,6 +91,13 @@ const (
 	// being leaderelection.ShardOf(HostedClusterShardKey, count).
 	OperatorShardsAnnotation = "hypershift.openshift.io/operator-shards"
 
+	// OperatorShardLabel, "<i>-of-<count>" on a control-plane namespace,
+	// says which hypershift-operator shard it belongs to when the operator
+	// runs more than one shard and fences: the shard's fencing binding
+	// selects it, and the API server refuses the operator's writes in it
+	// by any pod but the holder of the shard's Lease.
+	OperatorShardLabel = "hypershift.openshift.io/operator-shard"
+
 	// OperateOnReleaseImageEnv names the control-plane-operator's environment
 	// variable with the release image it was rolled out for, pinned by
 	// digest like the HostedControlPlane's spec.releaseImage: the
@@ -129,6 +136,11 @@ const (
 	// the Lease: the hypershift-operator's policy writes it, the
 	// control-plane-operator recognizes it.
 	FencingDenialPrefix = "fenced: control-plane-operator pod"
+
+	// OperatorFencingDenialPrefix starts the message of every write the
+	// API server refuses because the writing hypershift-operator pod does
+	// not hold the Lease of the shard the control-plane namespace is in.
+	OperatorFencingDenialPrefix = "fenced: hypershift-operator pod"
 )
 
 // Condition types of HostedCluster and HostedControlPlane status.

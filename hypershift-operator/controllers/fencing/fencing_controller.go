@@ -4,7 +4,9 @@
 // and the cluster-api manager's) with their bindings, the Lease guard with
 // its binding, and the keep-alive bindings that keep the API server's Lease
 // param informer from being stopped (see render.FencingPolicy,
-// render.LeaseGuardPolicy and render.KeepAlivePolicy). It applies them at
+// render.LeaseGuardPolicy and render.KeepAlivePolicy), and the
+// hypershift-operator's own shard fencing policy with a binding per shard
+// (render.OperatorFencingPolicy). It applies them at
 // start and again within moments of any change to them, whether or not a
 // HostedCluster exists; which control-plane namespaces the fencing
 // bindings select (their LeaderFencingLabel) is the HostedCluster
@@ -16,6 +18,7 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,8 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
 	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
+	"github.com/hypershift-le/hypershift/support/config"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 )
 
 // request is the one key this controller reconciles: the whole set.
@@ -40,8 +47,13 @@ type Reconciler struct {
 	// FieldOwner is the server-side apply field manager.
 	FieldOwner string
 	// Namespace is the operator's namespace, where its own Lease is the
-	// keep-alive bindings' param.
+	// keep-alive bindings' param, and its shards' Leases the shard
+	// fencing bindings'.
 	Namespace string
+	// Shards is the operator's shard count (--shards): above 1, a shard
+	// fencing binding per shard (render.OperatorShardBinding); the
+	// bindings of shards beyond it are deleted.
+	Shards int
 }
 
 // Required are the cluster-scoped objects that fence every control-plane
@@ -58,16 +70,42 @@ func Required() []client.Object {
 }
 
 // Objects are the cluster-scoped objects the controller applies: the
-// required ones and the keep-alive.
+// required ones, the keep-alive, the operator's shard fencing policy and,
+// with more than one shard, a binding of it per shard.
 func (r *Reconciler) Objects() []client.Object {
 	objects := append(Required(), render.KeepAlivePolicy())
 	for _, binding := range render.KeepAliveBindings(r.Namespace) {
 		objects = append(objects, binding)
 	}
+	objects = append(objects, render.OperatorFencingPolicy(r.Namespace, rbac.HypershiftOperatorName))
+	for i := range r.shards() {
+		shard := leaderelection.Shard{Index: i, Count: r.Shards}
+		lease := leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, i)
+		objects = append(objects, render.OperatorShardBinding(i, shard.Label(), r.Namespace, lease))
+	}
 	return objects
 }
 
-// Reconcile applies every object; one that is converged costs no request.
+// shards is how many shard fencing bindings there are: none for one shard.
+func (r *Reconciler) shards() int {
+	if r.Shards <= 1 {
+		return 0
+	}
+	return r.Shards
+}
+
+// stale names the shard fencing bindings of shards the operator does not
+// run (a count lowered, or back to one).
+func (r *Reconciler) stale() []string {
+	var names []string
+	for i := r.shards(); i < config.MaxShards; i++ {
+		names = append(names, render.OperatorShardBindingName(i))
+	}
+	return names
+}
+
+// Reconcile applies every object, and deletes the stale shard bindings it
+// finds; a converged set costs no request.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
 	apply := apply.Applier{Client: r.Client, FieldOwner: r.FieldOwner}
 	for _, obj := range r.Objects() {
@@ -79,6 +117,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 			ctrl.LoggerFrom(ctx).Info("Applied a fencing object", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
 		}
 	}
+	for _, name := range r.stale() {
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, binding); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to get ValidatingAdmissionPolicyBinding %s: %w", name, err)
+		}
+		if err := r.Client.Delete(ctx, binding, client.Preconditions{UID: &binding.UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to delete ValidatingAdmissionPolicyBinding %s, of a shard beyond --shards=%d: %w", name, r.Shards, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted the fencing binding of a shard beyond the shard count", "name", name, "shards", r.Shards)
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -88,6 +138,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	names := map[string]bool{}
 	for _, obj := range r.Objects() {
 		names[obj.GetName()] = true
+	}
+	for _, name := range r.stale() {
+		names[name] = true
 	}
 	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool { return names[obj.GetName()] }))
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {

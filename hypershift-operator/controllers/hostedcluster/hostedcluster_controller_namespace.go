@@ -127,7 +127,7 @@ func (r *Reconciler) claimNamespace(ctx context.Context, s *scope) (*corev1.Name
 			return ns, false, wrapNamespaceError(s.namespace, err)
 		}
 	}
-	desired := render.Namespace(render.Inputs{HostedCluster: s.hc, Fenced: r.Fencing.Active()})
+	desired := render.Namespace(render.Inputs{HostedCluster: s.hc, Fenced: r.Fencing.Active(), OperatorShard: r.operatorShard()})
 	err := r.Client.Create(ctx, desired, client.FieldOwner(FieldOwner))
 	if err == nil {
 		r.fences.fenceWritten(s.namespace, r.now())

@@ -103,6 +103,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (ctrl.
 		ClusterAPIImage:             clusterAPIImage(s),
 		ClusterAPITimings:           config.ClusterAPITimings,
 		Fenced:                      r.Fencing.Active(),
+		OperatorShard:               r.operatorShard(),
 	}
 	keys, wait, err := r.encryptionKeys(ctx, s.hc)
 	if err != nil {

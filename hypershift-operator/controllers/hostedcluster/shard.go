@@ -48,3 +48,15 @@ func (r *Reconciler) ForShard(shard leaderelection.Shard) *Reconciler {
 func ShardKey(_ context.Context, req reconcile.Request) (string, bool) {
 	return hyperv1.HostedClusterShardKey(req.Namespace, req.Name), true
 }
+
+// operatorShard is the OperatorShardLabel value this reconciler's
+// control-plane namespaces carry (render.Inputs.OperatorShard): its
+// shard's, when it is a part and the HO fences; "" otherwise, which
+// removes the label a namespace had under more shards, so that no shard
+// binding judges it.
+func (r *Reconciler) operatorShard() string {
+	if !r.Fencing.Active() {
+		return ""
+	}
+	return r.Shard.Label()
+}

@@ -1,0 +1,184 @@
+package operator_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/rbac"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
+	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
+	"github.com/hypershift-le/hypershift/support/testutil"
+	"github.com/hypershift-le/hypershift/test/operatorprocess"
+)
+
+// startPodProcess runs `hypershift-operator run` as it runs in its pod:
+// as the HO's ServiceAccount in namespace, with a token bound to Pod pod
+// (which the API server puts into the request's user as the pod's name,
+// what fencing judges), and POD_NAME=pod.
+func startPodProcess(t *testing.T, namespace, pod string, shards int, extraArgs ...string) *operatorprocess.Process {
+	t.Helper()
+	ctx := t.Context()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: rbac.HypershiftOperatorName}}
+	if err := env.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	grantSubject(t, namespace, pod, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: sa.Name}, shards)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: sa.Name,
+			Containers:         []corev1.Container{{Name: "operator", Image: "example.com/hypershift:4.17.0"}},
+		},
+	}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(3600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["envtest"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kubeconfig.AuthInfos[pod] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kubeconfig.Contexts[pod] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: pod}
+	kubeconfig.CurrentContext = pod
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, path); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"run",
+		"--kubeconfig=" + path,
+		"--namespace=" + namespace,
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=" + operatorprocess.FreeAddress(t),
+		"--shards=" + strconv.Itoa(shards),
+	}, extraArgs...)
+	return operatorprocess.Start(t, binary, pod, args)
+}
+
+// TestShardFencedOperator runs the hypershift-operator as in its pod, with
+// two shards: the API server refuses writes in a shard's control-plane
+// namespaces by a pod of its ServiceAccount that does not hold the
+// shard's Lease, and takes the holder's, whose HostedClusters converge
+// under the fence.
+func TestShardFencedOperator(t *testing.T) {
+	const shards = 2
+	ctx := t.Context()
+	hoNamespace := env.Namespace(t)
+	const pod, other = "ho-fenced-a", "ho-fenced-b"
+	startPodProcess(t, hoNamespace, pod, shards)
+	awaitShards(t, hoNamespace, []string{pod, pod}, 30*time.Second)
+	// refused checks that a pod of the HO's ServiceAccount that does not
+	// hold shard's Lease is refused in ns, the refusal naming holder.
+	refused := func(ns string, shard int, writer, holder string) {
+		t.Helper()
+		c := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, writer)
+		var err error
+		testutil.Eventually(t, 30*time.Second, func() error {
+			err = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "stale-"}})
+			if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" "+writer) {
+				return fmt.Errorf("%s, which does not hold shard %d, is not refused in namespace %s: %v", writer, shard, ns, err)
+			}
+			return nil
+		})
+		if !strings.Contains(err.Error(), "(holder: "+holder+")") || !strings.Contains(err.Error(), shardLease(shard)) {
+			t.Errorf("the refusal names neither Lease %s nor its holder %s: %v", shardLease(shard), holder, err)
+		}
+	}
+
+	// The fence is in force before any HostedCluster: a namespace of
+	// shard 0, as the HO labels its own.
+	probe := env.Namespace(t)
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: probe}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(namespace.DeepCopy())
+	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
+	namespace.Labels[hyperv1.OperatorShardLabel] = leaderelection.Shard{Index: 0, Count: shards}.Label()
+	if err := env.Client.Patch(ctx, namespace, patch); err != nil {
+		t.Fatal(err)
+	}
+	refused(probe, 0, "ho-fenced-gone", pod)
+
+	// The holder writes under it: HostedClusters of both shards converge,
+	// their namespaces labelled with their shard, and refuse the others.
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	shardOf := func(hc *hyperv1.HostedCluster) int {
+		return leaderelection.ShardOf(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name), shards)
+	}
+	var clusters []*hyperv1.HostedCluster
+	covered := map[int]bool{}
+	for len(covered) < shards {
+		if len(clusters) == 20 {
+			t.Fatalf("20 HostedClusters covered only shards %v", covered)
+		}
+		hc := newClusterWithPoolAndBackup(t, registry, image)
+		clusters = append(clusters, hc)
+		covered[shardOf(hc)] = true
+	}
+	awaitReconciled(t, clusters...)
+	for _, hc := range clusters {
+		cp := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
+		ns := &corev1.Namespace{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: cp}, ns); err != nil {
+			t.Fatal(err)
+		}
+		want := leaderelection.Shard{Index: shardOf(hc), Count: shards}.Label()
+		if got := ns.Labels[hyperv1.OperatorShardLabel]; got != want {
+			t.Errorf("namespace %s is labelled %s=%q, want %q", cp, hyperv1.OperatorShardLabel, got, want)
+		}
+		refused(cp, shardOf(hc), "ho-fenced-gone", pod)
+	}
+
+	// A second replica takes shard 1 and writes under its fence; killed,
+	// it is refused there, the shard back with the survivor, which
+	// reconciles a new HostedCluster of it.
+	b := startPodProcess(t, hoNamespace, other, shards)
+	awaitShards(t, hoNamespace, []string{pod, other}, 30*time.Second)
+	newOfShard1 := func() *hyperv1.HostedCluster {
+		for range 20 {
+			if hc := newClusterWithPoolAndBackup(t, registry, image); shardOf(hc) == 1 {
+				return hc
+			}
+		}
+		t.Fatal("20 new HostedClusters, none of shard 1")
+		return nil
+	}
+	second := newOfShard1()
+	awaitReconciled(t, second)
+	refused(hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), 1, pod, other)
+	if err := b.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	awaitShards(t, hoNamespace, []string{pod, pod}, 30*time.Second)
+	refused(hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), 1, other, pod)
+	awaitReconciled(t, newOfShard1())
+}
