@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ManagementClusterNetworks, "management-cluster-networks", o.ManagementClusterNetworks, "CIDRs holding every address of the management cluster (its nodes and their kubelets, pods, Services, API server and etcd). With them, every control-plane namespace gets NetworkPolicies that keep the machines of platform Pod and the hosted kube-apiserver's calls (webhooks, aggregated APIs) off them, except the hosted cluster's published endpoint; they need a pod network that enforces NetworkPolicies. Empty: none.")
 	fs.StringSliceVar(&o.MachineAllowedEndpoints, "machine-allowed-endpoints", o.MachineAllowedEndpoints, "IP:port addresses inside --management-cluster-networks that machines of platform Pod may reach all the same, such as the image registry they pull from (and the hosted API endpoint when it is published under a DNS name: only an address gets a rule of its own).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, fmt.Sprintf("How many HostedClusters are reconciled at once, from 1 to %d, per shard a replica holds (one HostedCluster is never reconciled twice at once).", config.MaxMaxConcurrentReconciles))
-	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. A HostedCluster's NodePools, etcd backups and lease arbitration go with its shard; the fencing policy stays with the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. With fencing on, the API server refuses a replica's writes in the control-plane namespaces of a shard whose Lease it does not hold.", config.MaxShards))
+	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Split the HostedClusters between this many shards, from 1 to %d, each reconciled by the replica holding its Lease ("+hyperv1.HypershiftOperatorLeaseName+"-shard-<i>): the shards are assigned to the live replicas in turn, and move to the survivors when one dies. Every replica must run with the same count. 1: every HostedCluster is reconciled by the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. A HostedCluster's NodePools, etcd backups and lease arbitration go with its shard; the fencing policy stays with the holder of the "+hyperv1.HypershiftOperatorLeaseName+" Lease. With fencing on, the API server refuses a replica's writes in the control-plane namespaces, and to the HostedClusters, NodePools and EtcdBackups, of a shard whose Lease it does not hold.", config.MaxShards))
 }
 
 // Validate refuses options the HO must not run with, its own timings and
@@ -257,11 +257,16 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	// Made anew for each term (of each shard): their state is the term's.
 	setup := func(m manager.Manager, shard leaderelection.Shard) error {
-		pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries, Shard: shard}
+		// The label the shard's objects carry for its fence.
+		fenced := ""
+		if fencing.Active() {
+			fenced = shard.Label()
+		}
+		pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries, Shard: shard, OperatorShard: fenced}
 		if err := pools.SetupWithManager(m); err != nil {
 			return fmt.Errorf("failed to set up the NodePool controller: %w", err)
 		}
-		backups := &etcdbackup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Shard: shard}
+		backups := &etcdbackup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Shard: shard, OperatorShard: fenced}
 		if err := backups.SetupWithManager(m); err != nil {
 			return fmt.Errorf("failed to set up the EtcdBackup controller: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -102,8 +103,11 @@ func TestShardFencedOperator(t *testing.T) {
 		var err error
 		testutil.Eventually(t, 30*time.Second, func() error {
 			err = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "stale-"}})
-			if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" "+writer) {
-				return fmt.Errorf("%s, which does not hold shard %d, is not refused in namespace %s: %v", writer, shard, ns, err)
+			switch {
+			case err == nil:
+				return fmt.Errorf("%s, which does not hold shard %d, may write in namespace %s", writer, shard, ns)
+			case !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" "+writer):
+				return fmt.Errorf("%s, which does not hold shard %d, is not refused by the fence in namespace %s: %w", writer, shard, ns, err)
 			}
 			return nil
 		})
@@ -156,6 +160,30 @@ func TestShardFencedOperator(t *testing.T) {
 			t.Errorf("namespace %s is labelled %s=%q, want %q", cp, hyperv1.OperatorShardLabel, got, want)
 		}
 		refused(cp, shardOf(hc), "ho-fenced-gone", pod)
+		// The HostedCluster, its NodePool and its EtcdBackup carry the
+		// label, and a pod that does not hold the shard may not change
+		// them.
+		for _, obj := range []client.Object{&hyperv1.HostedCluster{}, &hyperv1.NodePool{}, &hyperv1.EtcdBackup{}} {
+			name := hc.Name
+			switch obj.(type) {
+			case *hyperv1.NodePool:
+				name = "workers"
+			case *hyperv1.EtcdBackup:
+				name = "nightly"
+			}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: name}, obj); err != nil {
+				t.Fatal(err)
+			}
+			if got := obj.GetLabels()[hyperv1.OperatorShardLabel]; got != want {
+				t.Errorf("%T %s/%s is labelled %s=%q, want %q", obj, hc.Namespace, name, hyperv1.OperatorShardLabel, got, want)
+			}
+		}
+		stale := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, "ho-fenced-gone")
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/stale":"true"}}}`))
+		err := stale.Patch(ctx, &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name}}, patch)
+		if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" ho-fenced-gone") || !strings.Contains(err.Error(), "(holder: "+pod+")") {
+			t.Errorf("a pod that does not hold shard %d patched HostedCluster %s/%s: %v", shardOf(hc), hc.Namespace, hc.Name, err)
+		}
 	}
 
 	// A second replica takes shard 1 and writes under its fence; killed,

@@ -198,14 +198,16 @@ func HypershiftOperatorRules() []rbacv1.PolicyRule {
 
 // FencingPolicyNames are the ValidatingAdmissionPolicies the operator
 // applies (render.FencingPolicy, render.ClusterAPIFencingPolicy,
-// render.LeaseGuardPolicy, render.KeepAlivePolicy and
-// render.OperatorFencingPolicy), the only ones it may patch.
+// render.LeaseGuardPolicy, render.KeepAlivePolicy,
+// render.OperatorFencingPolicy and render.OperatorObjectFencingPolicy),
+// the only ones it may patch.
 var FencingPolicyNames = []string{
 	"control-plane-operator-fencing.hypershift.openshift.io",
 	"cluster-api-fencing.hypershift.openshift.io",
 	"control-plane-operator-lease-guard.hypershift.openshift.io",
 	"lease-param-keepalive.hypershift.openshift.io",
 	"hypershift-operator-shard-fencing.hypershift.openshift.io",
+	"hypershift-operator-shard-object-fencing.hypershift.openshift.io",
 }
 
 // ClusterAPIClusterRole is the ClusterRole `hypershift install` creates for

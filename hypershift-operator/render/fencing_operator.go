@@ -31,10 +31,16 @@ import (
 // every binding of this one, rather than judged against a Lease whose
 // shard means other HostedClusters now.
 //
-// What it does not judge: the operator's writes outside control-plane
-// namespaces (the HostedClusters, NodePools and EtcdBackups in their own
-// namespaces, and cluster-scoped objects), which its shard queues alone
-// keep to the shard's holder; and a missing shard Lease allows
+// The objects of a shard outside control-plane namespaces (HostedClusters,
+// NodePools, EtcdBackups and the admin kubeconfig copies, in namespaces
+// that hold clusters of every shard) carry the label themselves, set in
+// the operator's first write of each (the finalizer), and a second policy
+// bound per shard by object selector judges them (OperatorObjectFencingPolicy).
+//
+// What it does not judge: the operator's other writes outside
+// control-plane namespaces (Events, an etcd restore's objects in the
+// HostedCluster's namespace, cluster-scoped objects), which its shard
+// queues alone keep to the shard's holder; and a missing shard Lease allows
 // (parameterNotFoundAction: Allow), for the reason FencingPolicy gives:
 // Deny would refuse every write in the namespace, by anyone. The operator
 // creates a shard's Lease when it first campaigns for it, before any
@@ -50,24 +56,59 @@ const (
 // <operatorNamespace>/<serviceAccount> in control-plane namespaces against
 // the shard Lease a binding gives it.
 func OperatorFencingPolicy(operatorNamespace, serviceAccount string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return operatorFencingPolicy(OperatorFencingPolicyName, operatorNamespace, serviceAccount, "'namespace ' + request.namespace", &admissionregistrationv1.MatchResources{
+		// Namespaced only, as FencingPolicy's; Leases included: the
+		// operator's own are in its namespace, which is not a
+		// control-plane namespace, and a control-plane-operator's
+		// (created, and handed over by the lease arbiter) belong to the
+		// shard.
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		}}},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
+	})
+}
+
+// OperatorObjectFencingPolicyName names the policy for the objects of a
+// shard outside control-plane namespaces.
+const OperatorObjectFencingPolicyName = "hypershift-operator-shard-object-fencing.hypershift.openshift.io"
+
+// OperatorObjectFencingPolicy judges, by the same rule, the writes of the
+// operator's ServiceAccount to the objects of a shard in the HostedClusters'
+// own namespaces: the HostedClusters, NodePools and EtcdBackups, and the
+// admin kubeconfig copies, which carry OperatorShardLabel themselves
+// (SetOperatorShard) since a namespace can hold clusters of every shard.
+// Only objects with the label are matched, and only of those kinds, so that
+// other writes on the management cluster pay for no binding.
+func OperatorObjectFencingPolicy(operatorNamespace, serviceAccount string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	writes := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	return operatorFencingPolicy(OperatorObjectFencingPolicyName, operatorNamespace, serviceAccount, "request.resource.resource + ' ' + request.namespace + '/' + request.name", &admissionregistrationv1.MatchResources{
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+			{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: writes, Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{hyperv1.GroupVersion.Group}, APIVersions: []string{"*"},
+				Resources: []string{"hostedclusters", "hostedclusters/status", "nodepools", "nodepools/status", "etcdbackups", "etcdbackups/status"},
+			}}},
+			{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: writes, Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"},
+			}}},
+		},
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: hyperv1.OperatorShardLabel, Operator: metav1.LabelSelectorOpExists}}},
+	})
+}
+
+// operatorFencingPolicy is a policy, whose param is a shard Lease, that
+// refuses the writes constraints match by the operator's ServiceAccount
+// unless the writing pod holds the Lease; what (a CEL string) names what
+// was written, for the message.
+func operatorFencingPolicy(name, operatorNamespace, serviceAccount, what string, constraints *admissionregistrationv1.MatchResources) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: OperatorFencingPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				// Namespaced only, as FencingPolicy's; Leases included:
-				// the operator's own are in its namespace, which is not a
-				// control-plane namespace, and a control-plane-operator's
-				// (created, and handed over by the lease arbiter) belong
-				// to the shard.
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-				}}},
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
-			},
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			MatchConstraints: constraints,
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name:       "hypershift-operator",
 				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", operatorNamespace, serviceAccount),
@@ -75,36 +116,70 @@ func OperatorFencingPolicy(operatorNamespace, serviceAccount string) *admissionr
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: podHoldsLease,
 				MessageExpression: "'" + OperatorFencingMessageMarker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
-					"' of the shard namespace ' + request.namespace + ' belongs to (holder: ' + " + leaseHolderExpression + " + '); only the holder may write'",
+					"' of the shard ' + " + what + " + ' belongs to (holder: ' + " + leaseHolderExpression + " + '); only the holder may write'",
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
 }
 
-// OperatorShardBindingName names the binding of shard i.
-func OperatorShardBindingName(i int) string {
-	return fmt.Sprintf("hypershift-operator-shard-%d-fencing.hypershift.openshift.io", i)
+// OperatorShardBindingNames names the bindings of shard i: of the
+// control-plane namespaces, and of the objects.
+func OperatorShardBindingNames(i int) []string {
+	return []string{
+		fmt.Sprintf("hypershift-operator-shard-%d-fencing.hypershift.openshift.io", i),
+		fmt.Sprintf("hypershift-operator-shard-%d-object-fencing.hypershift.openshift.io", i),
+	}
 }
 
-// OperatorShardBinding binds the shard fencing policy, with Lease
-// <operatorNamespace>/<leaseName> as its param, to the control-plane
-// namespaces labelled OperatorShardLabel shardLabel ("<i>-of-<count>").
-func OperatorShardBinding(i int, shardLabel, operatorNamespace, leaseName string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+// OperatorShardBindings bind, with Lease <operatorNamespace>/<leaseName>
+// (shard i's) as their param, the shard fencing policy to the control-plane
+// namespaces labelled OperatorShardLabel shardLabel ("<i>-of-<count>"), and
+// the object fencing policy to the objects so labelled.
+func OperatorShardBindings(i int, shardLabel, operatorNamespace, leaseName string) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	names := OperatorShardBindingNames(i)
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.OperatorShardLabel: shardLabel}}
+	namespaces := operatorShardBinding(names[0], OperatorFencingPolicyName, operatorNamespace, leaseName)
+	namespaces.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: selector}
+	objects := operatorShardBinding(names[1], OperatorObjectFencingPolicyName, operatorNamespace, leaseName)
+	objects.Spec.MatchResources = &admissionregistrationv1.MatchResources{ObjectSelector: selector.DeepCopy()}
+	return []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{namespaces, objects}
+}
+
+// operatorShardBinding binds policy with Lease
+// <operatorNamespace>/<leaseName> as its param, to what the caller selects.
+func operatorShardBinding(name, policy, operatorNamespace, leaseName string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: OperatorShardBindingName(i)},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: OperatorFencingPolicyName,
+			PolicyName: policy,
 			ParamRef: &admissionregistrationv1.ParamRef{
 				Name:                    leaseName,
 				Namespace:               operatorNamespace,
 				ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
 			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.OperatorShardLabel: shardLabel}},
-			},
 		},
 	}
+}
+
+// SetOperatorShard sets obj's OperatorShardLabel to shard, or removes it
+// when shard is "", and reports whether it changed anything.
+func SetOperatorShard(obj metav1.Object, shard string) bool {
+	labels := obj.GetLabels()
+	if got, ok := labels[hyperv1.OperatorShardLabel]; got == shard && ok == (shard != "") {
+		return false
+	}
+	if shard == "" {
+		delete(labels, hyperv1.OperatorShardLabel)
+		obj.SetLabels(labels)
+		return true
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[hyperv1.OperatorShardLabel] = shard
+	obj.SetLabels(labels)
+	return true
 }

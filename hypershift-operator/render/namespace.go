@@ -82,10 +82,11 @@ func SecretEncryptionKeys(in Inputs) []*corev1.Secret {
 // AdminKubeconfig is the copy of the hosted cluster's admin kubeconfig
 // (kubeconfig, what the control-plane-operator published) in the
 // HostedCluster's namespace, named <name>-admin-kubeconfig, as
-// status.kubeconfig says.
+// status.kubeconfig says; labelled with its operator shard when the HO's
+// shards are fenced (in.OperatorShard).
 func AdminKubeconfig(in Inputs, kubeconfig []byte) *corev1.Secret {
 	hc := in.HostedCluster
-	return &corev1.Secret{
+	secret := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   hc.Namespace,
@@ -96,6 +97,8 @@ func AdminKubeconfig(in Inputs, kubeconfig []byte) *corev1.Secret {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{hyperv1.KubeconfigKey: kubeconfig},
 	}
+	SetOperatorShard(secret, in.OperatorShard)
+	return secret
 }
 
 // EtcdRestoreSecrets are the Secrets, in the control-plane namespace, of a

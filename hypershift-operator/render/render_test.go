@@ -233,7 +233,10 @@ func TestKeepAliveGolden(t *testing.T) {
 
 func TestOperatorShardFencingGolden(t *testing.T) {
 	testutil.CompareWithGolden(t, "operator-shard-fencing-policy", OperatorFencingPolicy("hypershift", "hypershift-operator"))
-	testutil.CompareWithGolden(t, "operator-shard-fencing-binding", OperatorShardBinding(1, "1-of-4", "hypershift", "hypershift-operator-leader-elect-shard-1"))
+	testutil.CompareWithGolden(t, "operator-shard-object-fencing-policy", OperatorObjectFencingPolicy("hypershift", "hypershift-operator"))
+	bindings := OperatorShardBindings(1, "1-of-4", "hypershift", "hypershift-operator-leader-elect-shard-1")
+	testutil.CompareWithGolden(t, "operator-shard-fencing-binding", bindings[0])
+	testutil.CompareWithGolden(t, "operator-shard-object-fencing-binding", bindings[1])
 }
 
 // TestNamespaceCarriesItsOperatorShard: the shard label is set when the
@@ -245,6 +248,23 @@ func TestNamespaceCarriesItsOperatorShard(t *testing.T) {
 	}
 	if got, ok := Namespace(Inputs{HostedCluster: hc}).Labels[hyperv1.OperatorShardLabel]; ok {
 		t.Errorf("label %s is %q without a shard, want none", hyperv1.OperatorShardLabel, got)
+	}
+}
+
+// TestSetOperatorShard: the label is set, changed and removed, and an
+// object already as wanted is reported unchanged (no write).
+func TestSetOperatorShard(t *testing.T) {
+	obj := &metav1.ObjectMeta{}
+	for _, step := range []struct {
+		shard   string
+		changed bool
+	}{{"", false}, {"0-of-2", true}, {"0-of-2", false}, {"1-of-4", true}, {"", true}, {"", false}} {
+		if changed := SetOperatorShard(obj, step.shard); changed != step.changed {
+			t.Errorf("SetOperatorShard(%q) changed %v, want %v", step.shard, changed, step.changed)
+		}
+		if got, ok := obj.Labels[hyperv1.OperatorShardLabel]; got != step.shard || ok != (step.shard != "") {
+			t.Errorf("after SetOperatorShard(%q) the label is %q (%v)", step.shard, got, ok)
+		}
 	}
 }
 

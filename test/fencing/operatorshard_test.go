@@ -38,9 +38,17 @@ func shardNamespace(t *testing.T, operatorNamespace string, shard, count int) st
 	if err := env.Client.Patch(t.Context(), namespace, patch); err != nil {
 		t.Fatal(err)
 	}
+	letOperatorCreate(t, ns, operatorNamespace, "configmaps")
+	return ns
+}
+
+// letOperatorCreate lets the operator's ServiceAccount (in
+// operatorNamespace) create resource in ns.
+func letOperatorCreate(t *testing.T, ns, operatorNamespace, resource string) {
+	t.Helper()
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rbac.HypershiftOperatorName},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"create"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rbac.HypershiftOperatorName},
@@ -52,7 +60,6 @@ func shardNamespace(t *testing.T, operatorNamespace string, shard, count int) st
 			t.Fatal(err)
 		}
 	}
-	return ns
 }
 
 // holdShard makes pod the holder of shard's Lease in operatorNamespace.
@@ -135,6 +142,37 @@ func TestOperatorShardFencing(t *testing.T) {
 		}
 	})
 
+	t.Run("a shard's objects in other namespaces take writes from its holder only", func(t *testing.T) {
+		// A namespace of HostedClusters, not a control-plane namespace:
+		// what is judged is the object's label.
+		ns := env.Namespace(t)
+		letOperatorCreate(t, ns, operatorNamespace, "secrets")
+		secret := func(shard string) func(c client.Client) func() error {
+			return func(c client.Client) func() error {
+				return func() error {
+					return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "kubeconfig-", Labels: map[string]string{hyperv1.OperatorShardLabel: shard}}})
+				}
+			}
+		}
+		err := awaitRefusal(t, secret("0-of-2")(operator("ho-b")), render.OperatorFencingMessageMarker+" ho-b")
+		if !strings.Contains(err.Error(), "(holder: ho-a)") || !strings.Contains(err.Error(), "secrets "+ns+"/") {
+			t.Errorf("the refusal names neither the holder ho-a nor the secret: %v", err)
+		}
+		if err := awaitSuccess(t, secret("0-of-2")(operator("ho-a"))); err != nil {
+			t.Errorf("the holder may not write its shard's Secret: %v", err)
+		}
+		// Unlabelled, and labelled under another count: not judged.
+		for _, shard := range []string{"", "0-of-3"} {
+			labels := map[string]string{}
+			if shard != "" {
+				labels[hyperv1.OperatorShardLabel] = shard
+			}
+			if err := operator("ho-b").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "other-", Labels: labels}}); err != nil {
+				t.Errorf("a Secret labelled %q is judged: %v", shard, err)
+			}
+		}
+	})
+
 	t.Run("a replica that lost its shard is refused", func(t *testing.T) {
 		holdShard(t, operatorNamespace, 0, "ho-b")
 		refusedFor("ho-a", shard0, 0, "ho-b")
@@ -152,9 +190,11 @@ func TestOperatorShardFencing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 2 {
-			err := env.Client.Get(ctx, client.ObjectKey{Name: render.OperatorShardBindingName(i)}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
-			if !apierrors.IsNotFound(err) {
-				t.Errorf("binding %s of shard %d: want NotFound, got %v", render.OperatorShardBindingName(i), i, err)
+			for _, name := range render.OperatorShardBindingNames(i) {
+				err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("binding %s of shard %d: want NotFound, got %v", name, i, err)
+				}
 			}
 		}
 		allowed("ho-a", shard0)

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/conditions"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 )
@@ -65,6 +66,10 @@ type Reconciler struct {
 	// Shard, when a part, limits the controller to the EtcdBackups of the
 	// HostedClusters of that shard (leaderelection.AddShards).
 	Shard leaderelection.Shard
+	// OperatorShard, when the shards are fenced, is the shard's
+	// OperatorShardLabel value, which the EtcdBackups carry for its fence
+	// (render.SetOperatorShard); "" otherwise.
+	OperatorShard string
 }
 
 // AddCacheOptions limits the manager's cache of Jobs to those made for
@@ -154,9 +159,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.cleanUp(ctx, backup, controlPlane)
 	}
-	if !controllerutil.ContainsFinalizer(backup, Finalizer) {
+	if !controllerutil.ContainsFinalizer(backup, Finalizer) || render.SetOperatorShard(backup.DeepCopy(), r.OperatorShard) {
 		patch := client.MergeFrom(backup.DeepCopy())
 		controllerutil.AddFinalizer(backup, Finalizer)
+		render.SetOperatorShard(backup, r.OperatorShard)
 		if err := r.Client.Patch(ctx, backup, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add the finalizer to EtcdBackup %s: %w", req, err)
 		}

@@ -5,12 +5,12 @@
 // its binding, and the keep-alive bindings that keep the API server's Lease
 // param informer from being stopped (see render.FencingPolicy,
 // render.LeaseGuardPolicy and render.KeepAlivePolicy), and the
-// hypershift-operator's own shard fencing policy with a binding per shard
-// (render.OperatorFencingPolicy). It applies them at
-// start and again within moments of any change to them, whether or not a
-// HostedCluster exists; which control-plane namespaces the fencing
-// bindings select (their LeaderFencingLabel) is the HostedCluster
-// controller's business.
+// hypershift-operator's own shard fencing policies with their bindings per
+// shard (render.OperatorFencingPolicy, render.OperatorObjectFencingPolicy).
+// It applies them at start and again within moments of any change to them,
+// whether or not a HostedCluster exists; which control-plane namespaces
+// the fencing bindings select (their LeaderFencingLabel and
+// OperatorShardLabel) is the HostedCluster controller's business.
 package fencing
 
 import (
@@ -50,8 +50,8 @@ type Reconciler struct {
 	// keep-alive bindings' param, and its shards' Leases the shard
 	// fencing bindings'.
 	Namespace string
-	// Shards is the operator's shard count (--shards): above 1, a shard
-	// fencing binding per shard (render.OperatorShardBinding); the
+	// Shards is the operator's shard count (--shards): above 1, the shard
+	// fencing bindings of every shard (render.OperatorShardBindings); the
 	// bindings of shards beyond it are deleted.
 	Shards int
 }
@@ -70,18 +70,22 @@ func Required() []client.Object {
 }
 
 // Objects are the cluster-scoped objects the controller applies: the
-// required ones, the keep-alive, the operator's shard fencing policy and,
-// with more than one shard, a binding of it per shard.
+// required ones, the keep-alive, the operator's shard fencing policies
+// and, with more than one shard, their bindings per shard.
 func (r *Reconciler) Objects() []client.Object {
 	objects := append(Required(), render.KeepAlivePolicy())
 	for _, binding := range render.KeepAliveBindings(r.Namespace) {
 		objects = append(objects, binding)
 	}
-	objects = append(objects, render.OperatorFencingPolicy(r.Namespace, rbac.HypershiftOperatorName))
+	objects = append(objects,
+		render.OperatorFencingPolicy(r.Namespace, rbac.HypershiftOperatorName),
+		render.OperatorObjectFencingPolicy(r.Namespace, rbac.HypershiftOperatorName))
 	for i := range r.shards() {
 		shard := leaderelection.Shard{Index: i, Count: r.Shards}
 		lease := leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, i)
-		objects = append(objects, render.OperatorShardBinding(i, shard.Label(), r.Namespace, lease))
+		for _, binding := range render.OperatorShardBindings(i, shard.Label(), r.Namespace, lease) {
+			objects = append(objects, binding)
+		}
 	}
 	return objects
 }
@@ -99,7 +103,7 @@ func (r *Reconciler) shards() int {
 func (r *Reconciler) stale() []string {
 	var names []string
 	for i := r.shards(); i < config.MaxShards; i++ {
-		names = append(names, render.OperatorShardBindingName(i))
+		names = append(names, render.OperatorShardBindingNames(i)...)
 	}
 	return names
 }

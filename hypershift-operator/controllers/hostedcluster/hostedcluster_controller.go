@@ -167,9 +167,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return r.reconcileDelete(ctx, s)
 	}
 
-	if !controllerutil.ContainsFinalizer(hc, hyperv1.Finalizer) {
+	// The finalizer, and the operator shard label the shard's fence
+	// selects the HostedCluster by, in one write.
+	if !controllerutil.ContainsFinalizer(hc, hyperv1.Finalizer) || render.SetOperatorShard(hc.DeepCopy(), r.operatorShard()) {
 		patch := client.MergeFromWithOptions(hc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(hc, hyperv1.Finalizer)
+		render.SetOperatorShard(hc, r.operatorShard())
 		if err := r.Client.Patch(ctx, hc, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add finalizer: %w", err)
 		}

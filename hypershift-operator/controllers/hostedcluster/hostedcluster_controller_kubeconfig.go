@@ -26,7 +26,7 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil || data == nil {
 		return ctrl.Result{}, err
 	}
-	copied := render.AdminKubeconfig(render.Inputs{HostedCluster: s.hc}, data)
+	copied := render.AdminKubeconfig(render.Inputs{HostedCluster: s.hc, OperatorShard: r.operatorShard()}, data)
 	if _, err := r.applier().Apply(ctx, copied); err != nil {
 		return ctrl.Result{}, err
 	}

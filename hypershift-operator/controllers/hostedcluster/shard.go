@@ -50,10 +50,12 @@ func ShardKey(_ context.Context, req reconcile.Request) (string, bool) {
 }
 
 // operatorShard is the OperatorShardLabel value this reconciler's
-// control-plane namespaces carry (render.Inputs.OperatorShard): its
+// control-plane namespaces, HostedClusters and admin kubeconfig copies
+// carry (render.Inputs.OperatorShard, render.SetOperatorShard): its
 // shard's, when it is a part and the HO fences; "" otherwise, which
-// removes the label a namespace had under more shards, so that no shard
-// binding judges it.
+// removes the label from a HostedCluster labelled under more shards (a
+// namespace keeps it: the applier sends nothing for a label it does not
+// render; no binding selects it then).
 func (r *Reconciler) operatorShard() string {
 	if !r.Fencing.Active() {
 		return ""

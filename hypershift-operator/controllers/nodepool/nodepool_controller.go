@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/hypershift-operator/render"
 	"github.com/hypershift-le/hypershift/support/apply"
 	"github.com/hypershift-le/hypershift/support/backoff"
 	"github.com/hypershift-le/hypershift/support/conditions"
@@ -79,6 +80,10 @@ type Reconciler struct {
 	// Shard, when a part, limits the controller to the NodePools of the
 	// HostedClusters of that shard (leaderelection.AddShards).
 	Shard leaderelection.Shard
+	// OperatorShard, when the shards are fenced, is the shard's
+	// OperatorShardLabel value, which the NodePools carry for its fence
+	// (render.SetOperatorShard); "" otherwise.
+	OperatorShard string
 
 	// hosted are clients of the hosted clusters, which the pools' nodes
 	// are counted in.
@@ -166,9 +171,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return result, nil // gone
 		}
 	default:
-		if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) {
+		if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) || render.SetOperatorShard(np.DeepCopy(), r.OperatorShard) {
 			patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			controllerutil.AddFinalizer(np, hyperv1.Finalizer)
+			render.SetOperatorShard(np, r.OperatorShard)
 			if err := r.Client.Patch(ctx, np, patch); err != nil {
 				return ctrl.Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
 			}
