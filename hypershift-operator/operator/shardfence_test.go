@@ -119,35 +119,18 @@ func TestShardFencedOperator(t *testing.T) {
 	// The fence is in force before any HostedCluster: a namespace of
 	// shard 0, as the HO labels its own.
 	probe := env.Namespace(t)
-	namespace := &corev1.Namespace{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: probe}, namespace); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(namespace.DeepCopy())
-	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
-	namespace.Labels[hyperv1.OperatorShardLabel] = leaderelection.Shard{Index: 0, Count: shards}.Label()
-	if err := env.Client.Patch(ctx, namespace, patch); err != nil {
-		t.Fatal(err)
-	}
+	env.LabelNamespace(t, probe, map[string]string{
+		hyperv1.HostedControlPlaneLabel: "true",
+		hyperv1.OperatorShardLabel:      leaderelection.Shard{Index: 0, Count: shards}.Label(),
+	})
 	refused(probe, 0, "ho-fenced-gone", pod)
 
 	// The holder writes under it: HostedClusters of both shards converge,
 	// their namespaces labelled with their shard, and refuse the others.
 	registry := releasetest.NewRegistry(t)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
-	shardOf := func(hc *hyperv1.HostedCluster) int {
-		return leaderelection.ShardOf(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name), shards)
-	}
-	var clusters []*hyperv1.HostedCluster
-	covered := map[int]bool{}
-	for len(covered) < shards {
-		if len(clusters) == 20 {
-			t.Fatalf("20 HostedClusters covered only shards %v", covered)
-		}
-		hc := newClusterWithPoolAndBackup(t, registry, image)
-		clusters = append(clusters, hc)
-		covered[shardOf(hc)] = true
-	}
+	shardOf := func(hc *hyperv1.HostedCluster) int { return shardAmong(hc, shards) }
+	clusters := clustersInEveryShard(t, registry, image, shards)
 	awaitReconciled(t, clusters...)
 	for _, hc := range clusters {
 		cp := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)

@@ -27,7 +27,29 @@ func shardLease(shard int) string {
 }
 
 func shardOf(hc *hyperv1.HostedCluster) int {
-	return leaderelection.ShardOf(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name), shardCount)
+	return shardAmong(hc, shardCount)
+}
+
+// shardAmong is hc's shard among count.
+func shardAmong(hc *hyperv1.HostedCluster, count int) int {
+	return leaderelection.ShardOf(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name), count)
+}
+
+// clustersInEveryShard creates HostedClusters, each with a NodePool and an
+// EtcdBackup, until there is one in each of count shards.
+func clustersInEveryShard(t *testing.T, registry *releasetest.Registry, image string, count int) []*hyperv1.HostedCluster {
+	t.Helper()
+	var clusters []*hyperv1.HostedCluster
+	covered := map[int]bool{}
+	for len(covered) < count {
+		if len(clusters) == 10*count {
+			t.Fatalf("%d HostedClusters covered only shards %v of %d", len(clusters), covered, count)
+		}
+		hc := newClusterWithPoolAndBackup(t, registry, image)
+		clusters = append(clusters, hc)
+		covered[shardAmong(hc, count)] = true
+	}
+	return clusters
 }
 
 // awaitShards waits until each shard's Lease is held by want[shard].
@@ -67,16 +89,7 @@ func TestShardedOperators(t *testing.T) {
 	// HostedClusters in every shard.
 	registry := releasetest.NewRegistry(t)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
-	var clusters []*hyperv1.HostedCluster
-	covered := map[int]bool{}
-	for len(covered) < shardCount {
-		if len(clusters) == 40 {
-			t.Fatalf("40 HostedClusters covered only shards %v", covered)
-		}
-		hc := newClusterWithPoolAndBackup(t, registry, image)
-		clusters = append(clusters, hc)
-		covered[shardOf(hc)] = true
-	}
+	clusters := clustersInEveryShard(t, registry, image, shardCount)
 	awaitReconciled(t, clusters...)
 
 	users := map[string]string{a.user: a.Pod, b.user: b.Pod}

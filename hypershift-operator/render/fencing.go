@@ -97,50 +97,78 @@ func FencingPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // is true; its denials start with marker and name the writing pod and the
 // holder.
 func leaderFencingPolicy(name, serviceAccount, holds, marker string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	constraints := &admissionregistrationv1.MatchResources{
+		// Namespaced only: a binding whose paramRef takes the request's
+		// namespace cannot judge cluster-scoped objects, and a Service
+		// create makes one (its IPAddress) under the creator's identity.
+		ResourceRules: namespacedWrites(),
+		// Only control-plane namespaces: the API server matches a
+		// policy's constraints once per request, and only then each of
+		// its bindings (each selector parsed again per request: 3.5-7 us
+		// a binding, make bench-scale, which the per-namespace bindings
+		// of earlier versions multiplied by the hosted clusters), so that
+		// writes elsewhere on the management cluster pay for none.
+		// The HO keeps the label on the namespaces it owns; the CPO's and
+		// cluster-api's Roles cannot change Namespaces.
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
+		// Lease operations stay allowed, or no one could ever acquire (or
+		// release) it.
+		ExcludeResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"leases"}},
+		}}},
+	}
+	writer := admissionregistrationv1.MatchCondition{
+		Name:       serviceAccount,
+		Expression: "request.namespace != '' && request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + serviceAccount + "'",
+	}
+	return leasePolicy(name, constraints, writer, holds, fencingMessage(marker, ""))
+}
+
+// writeOperations are the operations a fencing policy judges.
+var writeOperations = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+
+// namespacedWrites matches every write of a namespaced object.
+func namespacedWrites() []admissionregistrationv1.NamedRuleWithOperations {
+	return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: writeOperations,
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+	}}}
+}
+
+// leasePolicy is the shape of every fencing policy: its param a Lease, it
+// refuses, with message (a CEL string expression), the writes constraints
+// and writer match unless holds (CEL over the request and the Lease).
+func leasePolicy(name string, constraints *admissionregistrationv1.MatchResources, writer admissionregistrationv1.MatchCondition, holds, message string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					// Namespaced only: a binding whose paramRef takes the
-					// request's namespace cannot judge cluster-scoped objects,
-					// and a Service create makes one (its IPAddress) under the
-					// creator's identity.
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-				}}},
-				// Only control-plane namespaces: the API server matches a
-				// policy's constraints once per request, and only then each
-				// of its bindings (each selector parsed again per request:
-				// 3.5-7 us a binding, make bench-scale, which the
-				// per-namespace bindings of earlier versions multiplied by
-				// the hosted clusters), so that writes elsewhere on the
-				// management cluster pay for none.
-				// The HO keeps the label on the namespaces it owns; the
-				// CPO's and cluster-api's Roles cannot change Namespaces.
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
-				// Lease operations stay allowed, or no one could ever acquire
-				// (or release) it.
-				ExcludeResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"leases"}},
-				}}},
-			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       serviceAccount,
-				Expression: "request.namespace != '' && request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + serviceAccount + "'",
-			}},
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			MatchConstraints: constraints,
+			MatchConditions:  []admissionregistrationv1.MatchCondition{writer},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: holds,
-				MessageExpression: "'" + marker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
-					"' (holder: ' + " + leaseHolderExpression + " + '); only the holder may write'",
-				Reason: ptr.To(metav1.StatusReasonForbidden),
+				Expression:        holds,
+				MessageExpression: message,
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
+}
+
+// fencingMessage is a fencing denial: it starts with marker and names the
+// writing pod, the Lease, what the Lease is the shard of (shardOf, a CEL
+// string expression; "" for none) and its holder, in the form FencedHolder
+// reads.
+func fencingMessage(marker, shardOf string) string {
+	message := "'" + marker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + "
+	if shardOf != "" {
+		message += "' of the shard ' + " + shardOf + " + ' belongs to"
+	} else {
+		message += "'"
+	}
+	return message + " (holder: ' + " + leaseHolderExpression + " + '); only the holder may write'"
 }
 
 // FencedHolder reads, from the message of a write the fencing policy

@@ -62,10 +62,7 @@ func OperatorFencingPolicy(operatorNamespace, serviceAccount string) *admissionr
 		// control-plane namespace, and a control-plane-operator's
 		// (created, and handed over by the lease arbiter) belong to the
 		// shard.
-		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-		}}},
+		ResourceRules:     namespacedWrites(),
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hyperv1.HostedControlPlaneLabel: "true"}},
 	})
 }
@@ -82,14 +79,13 @@ const OperatorObjectFencingPolicyName = "hypershift-operator-shard-object-fencin
 // Only objects with the label are matched, and only of those kinds, so that
 // other writes on the management cluster pay for no binding.
 func OperatorObjectFencingPolicy(operatorNamespace, serviceAccount string) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	writes := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 	return operatorFencingPolicy(OperatorObjectFencingPolicyName, operatorNamespace, serviceAccount, "request.resource.resource + ' ' + request.namespace + '/' + request.name", &admissionregistrationv1.MatchResources{
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
-			{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: writes, Rule: admissionregistrationv1.Rule{
+			{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: writeOperations, Rule: admissionregistrationv1.Rule{
 				APIGroups: []string{hyperv1.GroupVersion.Group}, APIVersions: []string{"*"},
 				Resources: []string{"hostedclusters", "hostedclusters/status", "nodepools", "nodepools/status", "etcdbackups", "etcdbackups/status"},
 			}}},
-			{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: writes, Rule: admissionregistrationv1.Rule{
+			{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: writeOperations, Rule: admissionregistrationv1.Rule{
 				APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"},
 			}}},
 		},
@@ -102,25 +98,11 @@ func OperatorObjectFencingPolicy(operatorNamespace, serviceAccount string) *admi
 // unless the writing pod holds the Lease; what (a CEL string) names what
 // was written, for the message.
 func operatorFencingPolicy(name, operatorNamespace, serviceAccount, what string, constraints *admissionregistrationv1.MatchResources) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-			MatchConstraints: constraints,
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "hypershift-operator",
-				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", operatorNamespace, serviceAccount),
-			}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: podHoldsLease,
-				MessageExpression: "'" + OperatorFencingMessageMarker + " ' + " + podNameExpression + " + ' does not hold Lease ' + params.metadata.namespace + '/' + params.metadata.name + " +
-					"' of the shard ' + " + what + " + ' belongs to (holder: ' + " + leaseHolderExpression + " + '); only the holder may write'",
-				Reason: ptr.To(metav1.StatusReasonForbidden),
-			}},
-		},
+	writer := admissionregistrationv1.MatchCondition{
+		Name:       "hypershift-operator",
+		Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", operatorNamespace, serviceAccount),
 	}
+	return leasePolicy(name, constraints, writer, podHoldsLease, fencingMessage(OperatorFencingMessageMarker, what))
 }
 
 // OperatorShardBindingNames names the bindings of shard i: of the
@@ -164,13 +146,21 @@ func operatorShardBinding(name, policy, operatorNamespace, leaseName string) *ad
 	}
 }
 
+// OperatorShardDiffers reports whether obj's OperatorShardLabel is not
+// shard (present when shard is "", absent or another otherwise): whether
+// SetOperatorShard would change it. It reads, it copies nothing.
+func OperatorShardDiffers(obj metav1.Object, shard string) bool {
+	got, ok := obj.GetLabels()[hyperv1.OperatorShardLabel]
+	return got != shard || ok != (shard != "")
+}
+
 // SetOperatorShard sets obj's OperatorShardLabel to shard, or removes it
 // when shard is "", and reports whether it changed anything.
 func SetOperatorShard(obj metav1.Object, shard string) bool {
-	labels := obj.GetLabels()
-	if got, ok := labels[hyperv1.OperatorShardLabel]; got == shard && ok == (shard != "") {
+	if !OperatorShardDiffers(obj, shard) {
 		return false
 	}
+	labels := obj.GetLabels()
 	if shard == "" {
 		delete(labels, hyperv1.OperatorShardLabel)
 		obj.SetLabels(labels)

@@ -259,6 +259,9 @@ func TestSetOperatorShard(t *testing.T) {
 		shard   string
 		changed bool
 	}{{"", false}, {"0-of-2", true}, {"0-of-2", false}, {"1-of-4", true}, {"", true}, {"", false}} {
+		if differs := OperatorShardDiffers(obj, step.shard); differs != step.changed {
+			t.Errorf("OperatorShardDiffers(%q) is %v, want %v", step.shard, differs, step.changed)
+		}
 		if changed := SetOperatorShard(obj, step.shard); changed != step.changed {
 			t.Errorf("SetOperatorShard(%q) changed %v, want %v", step.shard, changed, step.changed)
 		}

@@ -41,16 +41,7 @@ func fencedNamespace(t *testing.T, policy, binding client.Object) string {
 		}
 	}
 	ns := env.Namespace(t)
-	namespace := &corev1.Namespace{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(namespace.DeepCopy())
-	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
-	namespace.Labels[render.LeaderFencingLabel] = "true"
-	if err := env.Client.Patch(t.Context(), namespace, patch); err != nil {
-		t.Fatal(err)
-	}
+	env.LabelNamespace(t, ns, map[string]string{hyperv1.HostedControlPlaneLabel: "true", render.LeaderFencingLabel: "true"})
 	return ns
 }
 

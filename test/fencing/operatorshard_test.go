@@ -28,16 +28,10 @@ import (
 func shardNamespace(t *testing.T, operatorNamespace string, shard, count int) string {
 	t.Helper()
 	ns := env.Namespace(t)
-	namespace := &corev1.Namespace{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, namespace); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(namespace.DeepCopy())
-	namespace.Labels[hyperv1.HostedControlPlaneLabel] = "true"
-	namespace.Labels[hyperv1.OperatorShardLabel] = leaderelection.Shard{Index: shard, Count: count}.Label()
-	if err := env.Client.Patch(t.Context(), namespace, patch); err != nil {
-		t.Fatal(err)
-	}
+	env.LabelNamespace(t, ns, map[string]string{
+		hyperv1.HostedControlPlaneLabel: "true",
+		hyperv1.OperatorShardLabel:      leaderelection.Shard{Index: shard, Count: count}.Label(),
+	})
 	letOperatorCreate(t, ns, operatorNamespace, "configmaps")
 	return ns
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -403,6 +404,24 @@ func (e *Env) Namespace(t testing.TB) string {
 		}
 	})
 	return ns.Name
+}
+
+// LabelNamespace sets labels on namespace name, as the
+// hypershift-operator labels a control-plane namespace.
+func (e *Env) LabelNamespace(t testing.TB, name string, labels map[string]string) {
+	t.Helper()
+	namespace := &corev1.Namespace{}
+	if err := e.Client.Get(t.Context(), client.ObjectKey{Name: name}, namespace); err != nil {
+		t.Fatalf("failed to get namespace %s: %v", name, err)
+	}
+	patch := client.MergeFrom(namespace.DeepCopy())
+	if namespace.Labels == nil {
+		namespace.Labels = map[string]string{}
+	}
+	maps.Copy(namespace.Labels, labels)
+	if err := e.Client.Patch(t.Context(), namespace, patch); err != nil {
+		t.Fatalf("failed to label namespace %s: %v", name, err)
+	}
 }
 
 // AsPod returns a client that is the ServiceAccount namespace/serviceAccount

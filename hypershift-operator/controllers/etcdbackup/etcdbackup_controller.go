@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.cleanUp(ctx, backup, controlPlane)
 	}
-	if !controllerutil.ContainsFinalizer(backup, Finalizer) || render.SetOperatorShard(backup.DeepCopy(), r.OperatorShard) {
+	if !controllerutil.ContainsFinalizer(backup, Finalizer) || render.OperatorShardDiffers(backup, r.OperatorShard) {
 		patch := client.MergeFrom(backup.DeepCopy())
 		controllerutil.AddFinalizer(backup, Finalizer)
 		render.SetOperatorShard(backup, r.OperatorShard)

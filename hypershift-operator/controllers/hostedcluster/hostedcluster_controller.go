@@ -169,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	// The finalizer, and the operator shard label the shard's fence
 	// selects the HostedCluster by, in one write.
-	if !controllerutil.ContainsFinalizer(hc, hyperv1.Finalizer) || render.SetOperatorShard(hc.DeepCopy(), r.operatorShard()) {
+	if !controllerutil.ContainsFinalizer(hc, hyperv1.Finalizer) || render.OperatorShardDiffers(hc, r.operatorShard()) {
 		patch := client.MergeFromWithOptions(hc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(hc, hyperv1.Finalizer)
 		render.SetOperatorShard(hc, r.operatorShard())

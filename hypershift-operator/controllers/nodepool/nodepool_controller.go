@@ -171,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return result, nil // gone
 		}
 	default:
-		if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) || render.SetOperatorShard(np.DeepCopy(), r.OperatorShard) {
+		if !controllerutil.ContainsFinalizer(np, hyperv1.Finalizer) || render.OperatorShardDiffers(np, r.OperatorShard) {
 			patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			controllerutil.AddFinalizer(np, hyperv1.Finalizer)
 			render.SetOperatorShard(np, r.OperatorShard)
