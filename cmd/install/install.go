@@ -42,7 +42,7 @@ func (f *installFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&f.Replicas, "replicas", f.Replicas, "Operator replicas; more than one makes leader election matter.")
 	f.Timings.AddFlags(fs, "", "hypershift-operator")
 	f.ControlPlaneOperatorTimings.AddFlags(fs, "cpo-", "control-plane-operator")
-	fs.BoolVar(&f.enableFencing, "enable-fencing", true, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease.")
+	fs.BoolVar(&f.enableFencing, "enable-fencing", true, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease, and by hypershift-operator pods that do not hold the Lease of the HostedCluster's shard (the operator's own with one shard).")
 	fs.DurationVar(&f.TeardownTimeout, "teardown-timeout", 0, "The operator's --teardown-timeout: how long it waits for a control-plane-operator to finalize its HostedControlPlane (0: the operator's default, 2m).")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, fmt.Sprintf("The operator's --max-concurrent-reconciles: how many HostedClusters it reconciles at once, up to %d (0: the operator's default, %d).", config.MaxMaxConcurrentReconciles, config.DefaultMaxConcurrentReconciles))
 	fs.IntVar(&f.Shards, "shards", 0, fmt.Sprintf("The operator's --shards: how many shards, each with a Lease of its own, split the HostedClusters between the replicas, up to %d (0 or 1: one, every HostedCluster reconciled by the holder of the operator's Lease). Once given, the operator rolls out with Recreate, as replicas with different counts must not run side by side: to go back from several shards, give 1, not 0.", config.MaxShards))

@@ -103,7 +103,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Metrics.AddFlags(fs)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "The address the health and readiness endpoints bind to; 0 turns them off.")
 	fs.DurationVar(&o.TeardownTimeout, "teardown-timeout", o.TeardownTimeout, "How long to wait, while no control-plane-operator holds its Lease, for one to finalize its HostedControlPlane before the hypershift-operator finishes the teardown itself.")
-	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace).")
+	fs.BoolVar(&o.EnableFencing, "enable-fencing", o.EnableFencing, "Have the API server refuse writes by control-plane-operator pods that do not hold their Lease (a ValidatingAdmissionPolicy bound to each control-plane namespace), and, with --leader-elect, by hypershift-operator pods that do not hold the Lease of the HostedCluster's shard (the operator's own with one shard).")
 	fs.BoolVar(&o.EnableMonitoring, "enable-monitoring", o.EnableMonitoring, "Give every control-plane-operator a metrics Service and a Prometheus Operator ServiceMonitor that scrapes it over HTTPS with Prometheus's ServiceAccount token (bind the "+metricsserving.ReaderClusterRole+" ClusterRole to it). Without the ServiceMonitor CRD, HostedClusters report Monitoring=False and run on.")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "Registry hosts to reach over plain HTTP (localhost and 127.0.0.1 always are).")
 	fs.StringSliceVar(&o.ManagementClusterNetworks, "management-cluster-networks", o.ManagementClusterNetworks, "CIDRs holding every address of the management cluster (its nodes and their kubelets, pods, Services, API server and etcd). With them, every control-plane namespace gets NetworkPolicies that keep the machines of platform Pod and the hosted kube-apiserver's calls (webhooks, aggregated APIs) off them, except the hosted cluster's published endpoint; they need a pod network that enforces NetworkPolicies. Empty: none.")
@@ -247,6 +247,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		Heartbeats:                       heartbeats,
 		MaxConcurrentReconciles:          o.MaxConcurrentReconciles,
 		Isolation:                        isolation,
+		Elected:                          o.LeaderElect,
 	}
 	if err := reconciler.SetupCaches(ctx, mgr); err != nil {
 		return err
@@ -257,9 +258,9 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	// Made anew for each term (of each shard): their state is the term's.
 	setup := func(m manager.Manager, shard leaderelection.Shard) error {
-		// The label the shard's objects carry for its fence.
+		// The label the shard's objects carry for the fence of its Lease.
 		fenced := ""
-		if fencing.Active() {
+		if fencing.Active() && o.LeaderElect {
 			fenced = shard.Label()
 		}
 		pools := &nodepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Releases: releases, InsecureRegistries: o.InsecureRegistries, Shard: shard, OperatorShard: fenced}
@@ -280,7 +281,7 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		return err
 	}
 	if fencing.Active() {
-		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace, Shards: o.Shards}
+		fencer := &fencingctrl.Reconciler{Client: mgr.GetClient(), FieldOwner: hostedcluster.FieldOwner, Namespace: o.Namespace, Shards: o.Shards, Elected: o.LeaderElect}
 		if err := mgr.AddPerTerm(fencer.SetupWithManager); err != nil {
 			return fmt.Errorf("failed to set up the fencing controller: %w", err)
 		}

@@ -83,6 +83,84 @@ func startPodProcess(t *testing.T, namespace, pod string, shards int, extraArgs 
 	return operatorprocess.Start(t, binary, pod, args)
 }
 
+// awaitFenced waits until the API server refuses, by the operator's fence,
+// a write in namespace ns by writer, a pod of the HO's ServiceAccount in
+// hoNamespace that does not hold Lease lease, the refusal naming the
+// Lease and its holder.
+func awaitFenced(t *testing.T, hoNamespace, ns, lease, writer, holder string) {
+	t.Helper()
+	c := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, writer)
+	var err error
+	testutil.Eventually(t, 30*time.Second, func() error {
+		err = c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "stale-"}})
+		switch {
+		case err == nil:
+			return fmt.Errorf("%s, which does not hold Lease %s, may write in namespace %s", writer, lease, ns)
+		case !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" "+writer):
+			return fmt.Errorf("%s, which does not hold Lease %s, is not refused by the fence in namespace %s: %w", writer, lease, ns, err)
+		}
+		return nil
+	})
+	if !strings.Contains(err.Error(), "(holder: "+holder+")") || !strings.Contains(err.Error(), hoNamespace+"/"+lease) {
+		t.Errorf("the refusal names neither Lease %s nor its holder %s: %v", lease, holder, err)
+	}
+}
+
+// assertClusterFenced checks that hc, of shard, converged under the fence:
+// its control-plane namespace, the HostedCluster, its NodePool ("workers")
+// and its EtcdBackup ("nightly") carry the shard's label, and a pod of the
+// HO's ServiceAccount that does not hold the shard's Lease (held by
+// holder) may change neither the namespace nor the HostedCluster.
+func assertClusterFenced(t *testing.T, hoNamespace string, hc *hyperv1.HostedCluster, shard leaderelection.Shard, holder string) {
+	t.Helper()
+	ctx := t.Context()
+	want := shard.Label()
+	cp := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cp}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if got := ns.Labels[hyperv1.OperatorShardLabel]; got != want {
+		t.Errorf("namespace %s is labelled %s=%q, want %q", cp, hyperv1.OperatorShardLabel, got, want)
+	}
+	lease := shard.LeaseName(hyperv1.HypershiftOperatorLeaseName)
+	awaitFenced(t, hoNamespace, cp, lease, "ho-fenced-gone", holder)
+	for _, obj := range []client.Object{&hyperv1.HostedCluster{}, &hyperv1.NodePool{}, &hyperv1.EtcdBackup{}} {
+		name := hc.Name
+		switch obj.(type) {
+		case *hyperv1.NodePool:
+			name = "workers"
+		case *hyperv1.EtcdBackup:
+			name = "nightly"
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: name}, obj); err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.GetLabels()[hyperv1.OperatorShardLabel]; got != want {
+			t.Errorf("%T %s/%s is labelled %s=%q, want %q", obj, hc.Namespace, name, hyperv1.OperatorShardLabel, got, want)
+		}
+	}
+	stale := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, "ho-fenced-gone")
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/stale":"true"}}}`))
+	err := stale.Patch(ctx, &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name}}, patch)
+	if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" ho-fenced-gone") || !strings.Contains(err.Error(), "(holder: "+holder+")") {
+		t.Errorf("a pod that does not hold Lease %s patched HostedCluster %s/%s: %v", lease, hc.Namespace, hc.Name, err)
+	}
+}
+
+// fencedProbeNamespace is a namespace labelled as the HO labels the
+// control-plane namespaces of shard: the fence is in force before any
+// HostedCluster.
+func fencedProbeNamespace(t *testing.T, shard leaderelection.Shard) string {
+	t.Helper()
+	probe := env.Namespace(t)
+	env.LabelNamespace(t, probe, map[string]string{
+		hyperv1.HostedControlPlaneLabel: "true",
+		hyperv1.OperatorShardLabel:      shard.Label(),
+	})
+	return probe
+}
+
 // TestShardFencedOperator runs the hypershift-operator as in its pod, with
 // two shards: the API server refuses writes in a shard's control-plane
 // namespaces by a pod of its ServiceAccount that does not hold the
@@ -90,83 +168,22 @@ func startPodProcess(t *testing.T, namespace, pod string, shards int, extraArgs 
 // under the fence.
 func TestShardFencedOperator(t *testing.T) {
 	const shards = 2
-	ctx := t.Context()
 	hoNamespace := env.Namespace(t)
 	const pod, other = "ho-fenced-a", "ho-fenced-b"
 	startPodProcess(t, hoNamespace, pod, shards)
 	awaitShards(t, hoNamespace, []string{pod, pod}, 30*time.Second)
-	// refused checks that a pod of the HO's ServiceAccount that does not
-	// hold shard's Lease is refused in ns, the refusal naming holder.
-	refused := func(ns string, shard int, writer, holder string) {
-		t.Helper()
-		c := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, writer)
-		var err error
-		testutil.Eventually(t, 30*time.Second, func() error {
-			err = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "stale-"}})
-			switch {
-			case err == nil:
-				return fmt.Errorf("%s, which does not hold shard %d, may write in namespace %s", writer, shard, ns)
-			case !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" "+writer):
-				return fmt.Errorf("%s, which does not hold shard %d, is not refused by the fence in namespace %s: %w", writer, shard, ns, err)
-			}
-			return nil
-		})
-		if !strings.Contains(err.Error(), "(holder: "+holder+")") || !strings.Contains(err.Error(), shardLease(shard)) {
-			t.Errorf("the refusal names neither Lease %s nor its holder %s: %v", shardLease(shard), holder, err)
-		}
-	}
-
-	// The fence is in force before any HostedCluster: a namespace of
-	// shard 0, as the HO labels its own.
-	probe := env.Namespace(t)
-	env.LabelNamespace(t, probe, map[string]string{
-		hyperv1.HostedControlPlaneLabel: "true",
-		hyperv1.OperatorShardLabel:      leaderelection.Shard{Index: 0, Count: shards}.Label(),
-	})
-	refused(probe, 0, "ho-fenced-gone", pod)
+	shard := func(i int) leaderelection.Shard { return leaderelection.Shard{Index: i, Count: shards} }
+	awaitFenced(t, hoNamespace, fencedProbeNamespace(t, shard(0)), shardLease(0), "ho-fenced-gone", pod)
 
 	// The holder writes under it: HostedClusters of both shards converge,
-	// their namespaces labelled with their shard, and refuse the others.
+	// their objects labelled with their shard, and refuse the others.
 	registry := releasetest.NewRegistry(t)
 	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
 	shardOf := func(hc *hyperv1.HostedCluster) int { return shardAmong(hc, shards) }
 	clusters := clustersInEveryShard(t, registry, image, shards)
 	awaitReconciled(t, clusters...)
 	for _, hc := range clusters {
-		cp := hyperv1.ControlPlaneNamespace(hc.Namespace, hc.Name)
-		ns := &corev1.Namespace{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: cp}, ns); err != nil {
-			t.Fatal(err)
-		}
-		want := leaderelection.Shard{Index: shardOf(hc), Count: shards}.Label()
-		if got := ns.Labels[hyperv1.OperatorShardLabel]; got != want {
-			t.Errorf("namespace %s is labelled %s=%q, want %q", cp, hyperv1.OperatorShardLabel, got, want)
-		}
-		refused(cp, shardOf(hc), "ho-fenced-gone", pod)
-		// The HostedCluster, its NodePool and its EtcdBackup carry the
-		// label, and a pod that does not hold the shard may not change
-		// them.
-		for _, obj := range []client.Object{&hyperv1.HostedCluster{}, &hyperv1.NodePool{}, &hyperv1.EtcdBackup{}} {
-			name := hc.Name
-			switch obj.(type) {
-			case *hyperv1.NodePool:
-				name = "workers"
-			case *hyperv1.EtcdBackup:
-				name = "nightly"
-			}
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: name}, obj); err != nil {
-				t.Fatal(err)
-			}
-			if got := obj.GetLabels()[hyperv1.OperatorShardLabel]; got != want {
-				t.Errorf("%T %s/%s is labelled %s=%q, want %q", obj, hc.Namespace, name, hyperv1.OperatorShardLabel, got, want)
-			}
-		}
-		stale := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, "ho-fenced-gone")
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/stale":"true"}}}`))
-		err := stale.Patch(ctx, &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name}}, patch)
-		if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" ho-fenced-gone") || !strings.Contains(err.Error(), "(holder: "+pod+")") {
-			t.Errorf("a pod that does not hold shard %d patched HostedCluster %s/%s: %v", shardOf(hc), hc.Namespace, hc.Name, err)
-		}
+		assertClusterFenced(t, hoNamespace, hc, shard(shardOf(hc)), pod)
 	}
 
 	// A second replica takes shard 1 and writes under its fence; killed,
@@ -185,11 +202,55 @@ func TestShardFencedOperator(t *testing.T) {
 	}
 	second := newOfShard1()
 	awaitReconciled(t, second)
-	refused(hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), 1, pod, other)
+	awaitFenced(t, hoNamespace, hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), shardLease(1), pod, other)
 	if err := b.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	awaitShards(t, hoNamespace, []string{pod, pod}, 30*time.Second)
-	refused(hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), 1, other, pod)
+	awaitFenced(t, hoNamespace, hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), shardLease(1), other, pod)
 	awaitReconciled(t, newOfShard1())
+}
+
+// TestLeaseFencedOperator runs the hypershift-operator as in its pod, with
+// one shard, as it ships: the API server judges its pods' writes in the
+// control-plane namespaces, and to the HostedClusters, NodePools and
+// EtcdBackups, by the operator's own Lease. The holder's HostedClusters
+// converge under the fence; a standby, and a leader killed (SIGKILL) once
+// its successor leads, are refused.
+func TestLeaseFencedOperator(t *testing.T) {
+	hoNamespace := env.Namespace(t)
+	const pod, other = "ho-lease-a", "ho-lease-b"
+	lease := hyperv1.HypershiftOperatorLeaseName
+	a := startPodProcess(t, hoNamespace, pod, 1)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if h := holder(t, hoNamespace); h != pod {
+			return fmt.Errorf("the HO Lease is held by %q, want %s", h, pod)
+		}
+		return nil
+	})
+	whole := leaderelection.Shard{}
+	awaitFenced(t, hoNamespace, fencedProbeNamespace(t, whole), lease, "ho-fenced-gone", pod)
+
+	registry := releasetest.NewRegistry(t)
+	image, _ := registry.PushRelease(t, "ocp-release:4.17.0", "4.17.0", map[string]string{"hypershift": registry.Host() + "/hypershift:4.17.0"})
+	first := newClusterWithPoolAndBackup(t, registry, image)
+	awaitReconciled(t, first)
+	assertClusterFenced(t, hoNamespace, first, whole, pod)
+
+	// A standby writes nothing it could: it is refused while it waits.
+	startPodProcess(t, hoNamespace, other, 1)
+	awaitFenced(t, hoNamespace, hyperv1.ControlPlaneNamespace(first.Namespace, first.Name), lease, other, pod)
+	if err := a.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if h := holder(t, hoNamespace); h != other {
+			return fmt.Errorf("the HO Lease is held by %q, want %s", h, other)
+		}
+		return nil
+	})
+	awaitFenced(t, hoNamespace, hyperv1.ControlPlaneNamespace(first.Namespace, first.Name), lease, pod, other)
+	second := newClusterWithPoolAndBackup(t, registry, image)
+	awaitReconciled(t, second)
+	assertClusterFenced(t, hoNamespace, second, whole, other)
 }

@@ -40,14 +40,23 @@ func (s Shard) Name(name string) string {
 }
 
 // Label is s as a label value, "<index>-of-<count>" (the hypershift-
-// operator's OperatorShardLabel), "" for the whole: the count is part of
-// it, so that a label set under another count selects no binding of this
-// one.
+// operator's OperatorShardLabel), "0-of-1" for the whole: the count is
+// part of it, so that a label set under another count selects no binding
+// of this one.
 func (s Shard) Label() string {
 	if !s.Sharded() {
-		return ""
+		return "0-of-1"
 	}
 	return fmt.Sprintf("%d-of-%d", s.Index, s.Count)
+}
+
+// LeaseName names the Lease that owns s, among the Leases based on name:
+// name itself for the whole (the one election), ShardLeaseName for a part.
+func (s Shard) LeaseName(name string) string {
+	if !s.Sharded() {
+		return name
+	}
+	return ShardLeaseName(name, s.Index)
 }
 
 // KeyOf gives the shard key of a request, false when it cannot tell (the

@@ -80,3 +80,25 @@ func TestShardQueueTakesOnlyItsShard(t *testing.T) {
 		}
 	}
 }
+
+// TestShardNames: a part's label and Lease carry its index (and the
+// label its count); the whole, of either spelling, is "0-of-1" and owned
+// through the one election's Lease.
+func TestShardNames(t *testing.T) {
+	for _, tc := range []struct {
+		shard        leaderelection.Shard
+		label, lease string
+	}{
+		{leaderelection.Shard{}, "0-of-1", "ho"},
+		{leaderelection.Shard{Count: 1}, "0-of-1", "ho"},
+		{leaderelection.Shard{Index: 0, Count: 2}, "0-of-2", "ho-shard-0"},
+		{leaderelection.Shard{Index: 3, Count: 4}, "3-of-4", "ho-shard-3"},
+	} {
+		if got := tc.shard.Label(); got != tc.label {
+			t.Errorf("%+v.Label() = %q, want %q", tc.shard, got, tc.label)
+		}
+		if got := tc.shard.LeaseName("ho"); got != tc.lease {
+			t.Errorf("%+v.LeaseName(ho) = %q, want %q", tc.shard, got, tc.lease)
+		}
+	}
+}

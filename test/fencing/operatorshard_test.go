@@ -59,7 +59,13 @@ func letOperatorCreate(t *testing.T, ns, operatorNamespace, resource string) {
 // holdShard makes pod the holder of shard's Lease in operatorNamespace.
 func holdShard(t *testing.T, operatorNamespace string, shard int, pod string) {
 	t.Helper()
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, shard)}}
+	holdLease(t, operatorNamespace, leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, shard), pod)
+}
+
+// holdLease makes pod the holder of Lease operatorNamespace/name.
+func holdLease(t *testing.T, operatorNamespace, name, pod string) {
+	t.Helper()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name}}
 	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(lease), lease)
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
@@ -78,16 +84,17 @@ func holdShard(t *testing.T, operatorNamespace string, shard int, pod string) {
 // TestOperatorShardFencing: with more than one shard, the API server
 // refuses a hypershift-operator pod's writes in a control-plane namespace
 // of a shard whose Lease it does not hold, a replica that lost the shard
-// included, and judges nothing once the operator is back to one shard.
+// included; back to one shard, it judges them by the operator's own Lease,
+// and without leader election, not at all.
 func TestOperatorShardFencing(t *testing.T) {
 	ctx := t.Context()
 	operatorNamespace := env.Namespace(t)
-	fencer := &fencingctrl.Reconciler{Client: env.Client, FieldOwner: "hypershift-operator", Namespace: operatorNamespace, Shards: 2}
+	fencer := &fencingctrl.Reconciler{Client: env.Client, FieldOwner: "hypershift-operator", Namespace: operatorNamespace, Shards: 2, Elected: true}
 	if _, err := fencer.Reconcile(ctx, reconcile.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		fencer.Shards = 1
+		fencer.Elected = false
 		_, _ = fencer.Reconcile(ctx, reconcile.Request{})
 	})
 	shard0 := shardNamespace(t, operatorNamespace, 0, 2)
@@ -178,8 +185,31 @@ func TestOperatorShardFencing(t *testing.T) {
 		allowed("ho-a", other)
 	})
 
-	t.Run("back to one shard, the shard bindings are deleted and judge nothing", func(t *testing.T) {
+	t.Run("back to one shard, the operator's own Lease judges", func(t *testing.T) {
 		fencer.Shards = 1
+		if _, err := fencer.Reconcile(ctx, reconcile.Request{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range render.OperatorShardBindingNames(1) {
+			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("binding %s of shard 1: want NotFound, got %v", name, err)
+			}
+		}
+		// Labelled under two shards: judged by no binding now.
+		allowed("ho-b", shard0)
+		whole := shardNamespace(t, operatorNamespace, 0, 1)
+		holdLease(t, operatorNamespace, hyperv1.HypershiftOperatorLeaseName, "ho-a")
+		err := awaitRefusal(t, write(operator("ho-b"), whole), render.OperatorFencingMessageMarker+" ho-b")
+		lease := operatorNamespace + "/" + hyperv1.HypershiftOperatorLeaseName
+		if msg := err.Error(); !strings.Contains(msg, lease) || !strings.Contains(msg, "(holder: ho-a)") {
+			t.Errorf("the refusal names neither Lease %s nor holder ho-a: %v", lease, err)
+		}
+		allowed("ho-a", whole)
+	})
+
+	t.Run("without leader election, the bindings are deleted and judge nothing", func(t *testing.T) {
+		fencer.Elected = false
 		if _, err := fencer.Reconcile(ctx, reconcile.Request{}); err != nil {
 			t.Fatal(err)
 		}
@@ -191,6 +221,7 @@ func TestOperatorShardFencing(t *testing.T) {
 				}
 			}
 		}
-		allowed("ho-a", shard0)
+		allowed("ho-b", shard0)
+		allowed("ho-b", shardNamespace(t, operatorNamespace, 0, 1))
 	})
 }

@@ -5,8 +5,9 @@
 // its binding, and the keep-alive bindings that keep the API server's Lease
 // param informer from being stopped (see render.FencingPolicy,
 // render.LeaseGuardPolicy and render.KeepAlivePolicy), and the
-// hypershift-operator's own shard fencing policies with their bindings per
-// shard (render.OperatorFencingPolicy, render.OperatorObjectFencingPolicy).
+// hypershift-operator's own fencing policies with their bindings per
+// shard, the whole being one shard owned through the operator's Lease
+// (render.OperatorFencingPolicy, render.OperatorObjectFencingPolicy).
 // It applies them at start and again within moments of any change to them,
 // whether or not a HostedCluster exists; which control-plane namespaces
 // the fencing bindings select (their LeaderFencingLabel and
@@ -50,10 +51,14 @@ type Reconciler struct {
 	// keep-alive bindings' param, and its shards' Leases the shard
 	// fencing bindings'.
 	Namespace string
-	// Shards is the operator's shard count (--shards): above 1, the shard
-	// fencing bindings of every shard (render.OperatorShardBindings); the
+	// Shards is the operator's shard count (--shards): the operator's
+	// fencing bindings of every shard (render.OperatorShardBindings), each
+	// with its shard's Lease, the operator's own for one shard; the
 	// bindings of shards beyond it are deleted.
 	Shards int
+	// Elected says the operator runs under its Lease (--leader-elect);
+	// without one, no Lease judges its writes: it has no bindings.
+	Elected bool
 }
 
 // Required are the cluster-scoped objects that fence every control-plane
@@ -70,8 +75,8 @@ func Required() []client.Object {
 }
 
 // Objects are the cluster-scoped objects the controller applies: the
-// required ones, the keep-alive, the operator's shard fencing policies
-// and, with more than one shard, their bindings per shard.
+// required ones, the keep-alive, the operator's fencing policies and,
+// when it runs under Leases, their bindings per shard.
 func (r *Reconciler) Objects() []client.Object {
 	objects := append(Required(), render.KeepAlivePolicy())
 	for _, binding := range render.KeepAliveBindings(r.Namespace) {
@@ -82,24 +87,23 @@ func (r *Reconciler) Objects() []client.Object {
 		render.OperatorObjectFencingPolicy(r.Namespace, rbac.HypershiftOperatorName))
 	for i := range r.shards() {
 		shard := leaderelection.Shard{Index: i, Count: r.Shards}
-		lease := leaderelection.ShardLeaseName(hyperv1.HypershiftOperatorLeaseName, i)
-		for _, binding := range render.OperatorShardBindings(i, shard.Label(), r.Namespace, lease) {
+		for _, binding := range render.OperatorShardBindings(i, shard.Label(), r.Namespace, shard.LeaseName(hyperv1.HypershiftOperatorLeaseName)) {
 			objects = append(objects, binding)
 		}
 	}
 	return objects
 }
 
-// shards is how many shard fencing bindings there are: none for one shard.
+// shards is how many shards have fencing bindings: none without a Lease.
 func (r *Reconciler) shards() int {
-	if r.Shards <= 1 {
+	if !r.Elected {
 		return 0
 	}
-	return r.Shards
+	return max(r.Shards, 1)
 }
 
 // stale names the shard fencing bindings of shards the operator does not
-// run (a count lowered, or back to one).
+// run (a count lowered, or leader election turned off).
 func (r *Reconciler) stale() []string {
 	var names []string
 	for i := r.shards(); i < config.MaxShards; i++ {

@@ -114,6 +114,11 @@ type Reconciler struct {
 	// Shard, when a part, limits the controller to the HostedClusters of
 	// that shard (shard.go).
 	Shard leaderelection.Shard
+	// Elected says the HO runs under its Lease (--leader-elect): with
+	// fencing, the API server then judges its writes by the Lease of the
+	// shard a HostedCluster belongs to, the HO's own Lease for the whole
+	// (operatorShard).
+	Elected bool
 
 	fences fences
 	// lostNodes remembers the HostedClusters reported because of each lost

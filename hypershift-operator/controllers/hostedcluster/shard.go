@@ -36,6 +36,7 @@ func (r *Reconciler) ForShard(shard leaderelection.Shard) *Reconciler {
 		Heartbeats:                       r.Heartbeats,
 		MaxConcurrentReconciles:          r.MaxConcurrentReconciles,
 		Shard:                            shard,
+		Elected:                          r.Elected,
 
 		kubeconfigs: r.kubeconfigs,
 		pullSecrets: r.pullSecrets,
@@ -51,13 +52,14 @@ func ShardKey(_ context.Context, req reconcile.Request) (string, bool) {
 
 // operatorShard is the OperatorShardLabel value this reconciler's
 // control-plane namespaces, HostedClusters and admin kubeconfig copies
-// carry (render.Inputs.OperatorShard, render.SetOperatorShard): its
-// shard's, when it is a part and the HO fences; "" otherwise, which
-// removes the label from a HostedCluster labelled under more shards (a
-// namespace keeps it: the applier sends nothing for a label it does not
-// render; no binding selects it then).
+// carry (render.Inputs.OperatorShard, render.SetOperatorShard), which
+// binds them to the fence of their shard's Lease: its shard's ("0-of-1"
+// for the whole) when the HO fences and runs under a Lease; "" otherwise,
+// which removes the label from a HostedCluster (a namespace keeps it: the
+// applier sends nothing for a label it does not render; no binding
+// selects it then).
 func (r *Reconciler) operatorShard() string {
-	if !r.Fencing.Active() {
+	if !r.Fencing.Active() || !r.Elected {
 		return ""
 	}
 	return r.Shard.Label()
