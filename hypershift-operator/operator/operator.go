@@ -285,6 +285,8 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 		if err := mgr.AddPerTerm(fencer.SetupWithManager); err != nil {
 			return fmt.Errorf("failed to set up the fencing controller: %w", err)
 		}
+	} else if err := mgr.AddPerTerm(fencingctrl.Unfenced{Reader: mgr.GetAPIReader(), Client: mgr.GetClient()}.Add); err != nil {
+		return fmt.Errorf("failed to set up the removal of the operator's fencing bindings: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Starting the hypershift-operator", "namespace", o.Namespace, "leaderElect", o.LeaderElect, "identity", identity, "shards", o.Shards)
 	if err := mgr.Start(ctx); err != nil {

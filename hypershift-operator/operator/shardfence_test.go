@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -216,8 +217,10 @@ func TestShardFencedOperator(t *testing.T) {
 // control-plane namespaces, and to the HostedClusters, NodePools and
 // EtcdBackups, by the operator's own Lease. The holder's HostedClusters
 // converge under the fence; a standby, and a leader killed (SIGKILL) once
-// its successor leads, are refused.
+// its successor leads, are refused. Run with fencing off, it deletes its
+// bindings.
 func TestLeaseFencedOperator(t *testing.T) {
+	ctx := t.Context()
 	hoNamespace := env.Namespace(t)
 	const pod, other = "ho-lease-a", "ho-lease-b"
 	lease := hyperv1.HypershiftOperatorLeaseName
@@ -238,7 +241,7 @@ func TestLeaseFencedOperator(t *testing.T) {
 	assertClusterFenced(t, hoNamespace, first, whole, pod)
 
 	// A standby writes nothing it could: it is refused while it waits.
-	startPodProcess(t, hoNamespace, other, 1)
+	b := startPodProcess(t, hoNamespace, other, 1)
 	awaitFenced(t, hoNamespace, hyperv1.ControlPlaneNamespace(first.Namespace, first.Name), lease, other, pod)
 	if err := a.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -253,4 +256,24 @@ func TestLeaseFencedOperator(t *testing.T) {
 	second := newClusterWithPoolAndBackup(t, registry, image)
 	awaitReconciled(t, second)
 	assertClusterFenced(t, hoNamespace, second, whole, other)
+
+	// Run with fencing off, the operator deletes its bindings: no Lease
+	// judges its writes any more.
+	if err := b.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	startPodProcess(t, hoNamespace, "ho-lease-c", 1, "--enable-fencing=false")
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for _, name := range render.OperatorShardBindingNames(0) {
+			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("binding %s: want NotFound, got %v", name, err)
+			}
+		}
+		return nil
+	})
+	stale := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, "ho-fenced-gone")
+	testutil.Eventually(t, 30*time.Second, func() error {
+		return stale.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hyperv1.ControlPlaneNamespace(second.Namespace, second.Name), GenerateName: "unfenced-"}})
+	})
 }

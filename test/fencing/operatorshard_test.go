@@ -224,4 +224,34 @@ func TestOperatorShardFencing(t *testing.T) {
 		allowed("ho-b", shard0)
 		allowed("ho-b", shardNamespace(t, operatorNamespace, 0, 1))
 	})
+
+	t.Run("with fencing off, the bindings a fenced run left are deleted", func(t *testing.T) {
+		fencer.Elected, fencer.Shards = true, 2
+		if _, err := fencer.Reconcile(ctx, reconcile.Request{}); err != nil {
+			t.Fatal(err)
+		}
+		refusedFor("ho-a", shard0, 0, "ho-b")
+		// Another binding is not the operator's to delete.
+		other := render.OperatorShardBindings(0, "0-of-2", operatorNamespace, "unrelated")[0]
+		other.Name = "unrelated-" + operatorNamespace
+		if err := env.Client.Create(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, other) })
+		if err := (fencingctrl.Unfenced{Reader: env.Client, Client: env.Client}).Remove(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			for _, name := range render.OperatorShardBindingNames(i) {
+				err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("binding %s of shard %d: want NotFound, got %v", name, i, err)
+				}
+			}
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); err != nil {
+			t.Errorf("binding %s, not the operator's, is gone: %v", other.Name, err)
+		}
+		allowed("ho-a", shard0)
+	})
 }
