@@ -267,7 +267,7 @@ func TestLeaseFencedOperator(t *testing.T) {
 		for _, name := range render.OperatorShardBindingNames(0) {
 			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("binding %s: want NotFound, got %v", name, err)
+				return fmt.Errorf("binding %s: want NotFound, got %w", name, err)
 			}
 		}
 		return nil
