@@ -11,7 +11,8 @@
 // It applies them at start and again within moments of any change to them,
 // whether or not a HostedCluster exists; which control-plane namespaces
 // the fencing bindings select (their LeaderFencingLabel and
-// OperatorShardLabel) is the HostedCluster controller's business.
+// OperatorShardLabel) is the HostedCluster controller's business. With
+// fencing off, Unfenced deletes the operator's own bindings instead.
 package fencing
 
 import (
