@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -141,12 +142,21 @@ func assertClusterFenced(t *testing.T, hoNamespace string, hc *hyperv1.HostedClu
 			t.Errorf("%T %s/%s is labelled %s=%q, want %q", obj, hc.Namespace, name, hyperv1.OperatorShardLabel, got, want)
 		}
 	}
+	// The object binding is applied beside the namespace one, and comes
+	// into force on its own: waited for, as every binding change.
 	stale := env.AsPod(t, hoNamespace, rbac.HypershiftOperatorName, "ho-fenced-gone")
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/stale":"true"}}}`))
-	err := stale.Patch(ctx, &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name}}, patch)
-	if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" ho-fenced-gone") || !strings.Contains(err.Error(), "(holder: "+holder+")") {
-		t.Errorf("a pod that does not hold Lease %s patched HostedCluster %s/%s: %v", lease, hc.Namespace, hc.Name, err)
-	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		err := stale.Patch(ctx, &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name}}, patch)
+		if err == nil || !strings.Contains(err.Error(), render.OperatorFencingMessageMarker+" ho-fenced-gone") || !strings.Contains(err.Error(), "(holder: "+holder+")") {
+			// What judged it, for the record.
+			binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			berr := env.Client.Get(ctx, client.ObjectKey{Name: render.OperatorShardBindingNames(shard.Index)[1]}, binding)
+			spec, _ := json.Marshal(binding.Spec)
+			return fmt.Errorf("a pod that does not hold Lease %s patched HostedCluster %s/%s: %v (object binding: %s, %v)", lease, hc.Namespace, hc.Name, err, spec, berr) //nolint:errorlint // nil or the wrong refusal, reported as is
+		}
+		return nil
+	})
 }
 
 // fencedProbeNamespace is a namespace labelled as the HO labels the
