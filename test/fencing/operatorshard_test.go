@@ -196,8 +196,9 @@ func TestOperatorShardFencing(t *testing.T) {
 				t.Errorf("binding %s of shard 1: want NotFound, got %v", name, err)
 			}
 		}
-		// Labelled under two shards: judged by no binding now.
-		allowed("ho-b", shard0)
+		// Labelled under two shards: judged by no binding now (ho-b holds
+		// shard 0's Lease since a subtest above; ho-a is refused by it).
+		allowed("ho-a", shard0)
 		whole := shardNamespace(t, operatorNamespace, 0, 1)
 		holdLease(t, operatorNamespace, hyperv1.HypershiftOperatorLeaseName, "ho-a")
 		err := awaitRefusal(t, write(operator("ho-b"), whole), render.OperatorFencingMessageMarker+" ho-b")
@@ -221,7 +222,7 @@ func TestOperatorShardFencing(t *testing.T) {
 				}
 			}
 		}
-		allowed("ho-b", shard0)
+		allowed("ho-a", shard0)
 		allowed("ho-b", shardNamespace(t, operatorNamespace, 0, 1))
 	})
 
