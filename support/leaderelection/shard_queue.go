@@ -68,8 +68,10 @@ type KeyOf func(context.Context, reconcile.Request) (string, bool)
 // priority queue) taking only the requests whose key, as keyOf gives it,
 // belongs to s; nil (the default queue) for the whole. A request whose key
 // keyOf cannot tell goes in: the controller must find such a request a
-// no-op, which it is when the object is gone, so that the shards that do
-// not own it write nothing.
+// no-op, which it is when the object is gone, and otherwise by asking Has
+// again once it has read what the key comes from (the object may have
+// reached the cache since), so that the shards that do not own it write
+// nothing.
 func (s Shard) NewQueue(keyOf KeyOf) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	if !s.Sharded() {
 		return nil

@@ -150,6 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, backup); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !r.Shard.Has(hyperv1.HostedClusterShardKey(backup.Namespace, backup.Spec.ClusterName)) {
+		return ctrl.Result{}, nil // let in while not in the cache: another shard's
+	}
 	controlPlane := hyperv1.ControlPlaneNamespace(backup.Namespace, backup.Spec.ClusterName)
 	if !backup.DeletionTimestamp.IsZero() || finished(backup) {
 		// The finalizer says whether something may be left: a finished

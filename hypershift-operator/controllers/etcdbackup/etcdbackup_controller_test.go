@@ -25,6 +25,7 @@ import (
 	"github.com/hypershift-le/hypershift/control-plane-operator/etcdsnapshot"
 	"github.com/hypershift-le/hypershift/control-plane-operator/pki"
 	"github.com/hypershift-le/hypershift/support/conditions"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/testutil"
 	"github.com/hypershift-le/hypershift/test/testenv"
 )
@@ -480,3 +481,17 @@ func eventually(t *testing.T, what string, ok func() bool) {
 }
 
 func keys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }
+
+// TestEtcdBackupOfAnotherShardIsANoOp: a request the shard queue let in
+// while the EtcdBackup was not in the cache (its shard unknown) is left
+// alone once read, when its cluster belongs to another shard.
+func TestEtcdBackupOfAnotherShardIsANoOp(t *testing.T) {
+	ns := env.Namespace(t)
+	backup := newBackup(t, ns, "elsewhere")
+	shard := leaderelection.ShardOf(hyperv1.HostedClusterShardKey(ns, backup.Spec.ClusterName), 2)
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Shard: leaderelection.Shard{Index: 1 - shard, Count: 2}}
+	reconciler(t, r, backup)()
+	if len(backup.Finalizers) != 0 {
+		t.Errorf("shard %d's controller wrote EtcdBackup %s/%s, of shard %d: finalizers %v", 1-shard, ns, backup.Name, shard, backup.Finalizers)
+	}
+}

@@ -117,6 +117,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || hc == nil {
 		return ctrl.Result{}, err
 	}
+	if !r.Shard.Has(hyperv1.HostedClusterShardKey(hc.Namespace, hc.Name)) {
+		// Let in while its namespace was not in the cache yet: another
+		// shard's.
+		return ctrl.Result{}, nil
+	}
 	if paused, until, err := hyperv1.ParsePausedUntil(hc.Spec.PausedUntil, r.now()); err == nil && paused {
 		if until.IsZero() {
 			return ctrl.Result{}, nil

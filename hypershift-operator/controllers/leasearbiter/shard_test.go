@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
 	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/testutil"
@@ -56,4 +60,24 @@ func TestShardsReleaseOnlyTheirOwnLeases(t *testing.T) {
 
 func shardOf(cp *controlPlane, count int) int {
 	return leaderelection.ShardOf(hyperv1.HostedClusterShardKey(cp.hc.Namespace, cp.hc.Name), count)
+}
+
+// TestAnotherShardsLeaseLetInIsANoOp: the shard queue lets in a Lease
+// whose namespace is not in the cache yet (its shard unknown); once the
+// arbiter reads the namespace, a Lease of another shard's control plane is
+// left alone, its gone holder included.
+func TestAnotherShardsLeaseLetInIsANoOp(t *testing.T) {
+	cp := newControlPlane(t, fenced)
+	cp.lease(t, hyperv1.ControlPlaneOperatorLeaseName, "cpo-ghost")
+	other := leaderelection.Shard{Index: 1 - shardOf(cp, 2), Count: 2}
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: events.NewFakeRecorder(10), Fencing: true, Shard: other}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: cp.ns, Name: hyperv1.ControlPlaneOperatorLeaseName}}
+	for range 3 {
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := cp.holder(t, hyperv1.ControlPlaneOperatorLeaseName); h != "cpo-ghost" {
+		t.Errorf("shard %d's arbiter released the Lease of a control plane of shard %d: holder %q", other.Index, shardOf(cp, 2), h)
+	}
 }

@@ -161,6 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !r.Shard.Has(hyperv1.HostedClusterShardKey(np.Namespace, np.Spec.ClusterName)) {
+		return ctrl.Result{}, nil // let in while not in the cache: another shard's
+	}
 	cpNamespace := hyperv1.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName)
 	original := np.DeepCopy()
 	var result ctrl.Result

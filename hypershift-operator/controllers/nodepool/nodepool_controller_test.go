@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hyperv1 "github.com/hypershift-le/hypershift/api/hypershift/v1beta1"
+	"github.com/hypershift-le/hypershift/support/leaderelection"
 	"github.com/hypershift-le/hypershift/support/releaseinfo"
 	"github.com/hypershift-le/hypershift/support/releaseinfo/releasetest"
 	"github.com/hypershift-le/hypershift/test/testenv"
@@ -582,5 +583,36 @@ func TestNodePoolReleaseReadOnce(t *testing.T) {
 	}
 	if c := condition(t, np, hyperv1.ValidReleaseImage); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "4.16.0") {
 		t.Errorf("ValidReleaseImage: %+v, want True for 4.16.0", c)
+	}
+}
+
+// TestNodePoolOfAnotherShardIsANoOp: a request the shard queue let in
+// while the NodePool was not in the cache (its shard unknown) is left
+// alone once read, when its cluster belongs to another shard: no
+// finalizer, no status.
+func TestNodePoolOfAnotherShardIsANoOp(t *testing.T) {
+	ns := env.Namespace(t)
+	np := &hyperv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "elsewhere"},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: "demo",
+			Release:     hyperv1.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64"},
+			Platform:    hyperv1.NodePoolPlatform{Type: hyperv1.NonePlatform},
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+		},
+	}
+	if err := env.Client.Create(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	shard := leaderelection.ShardOf(hyperv1.HostedClusterShardKey(ns, np.Spec.ClusterName), 2)
+	r := &Reconciler{Client: env.Client, APIReader: env.Client, Shard: leaderelection.Shard{Index: 1 - shard, Count: 2}}
+	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(np)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	if len(np.Finalizers) != 0 || len(np.Status.Conditions) != 0 {
+		t.Errorf("shard %d's controller wrote NodePool %s/%s, of shard %d: finalizers %v, conditions %v", 1-shard, ns, np.Name, shard, np.Finalizers, np.Status.Conditions)
 	}
 }
