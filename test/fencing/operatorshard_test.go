@@ -81,6 +81,20 @@ func holdLease(t *testing.T, operatorNamespace, name, pod string) {
 	}
 }
 
+// assertShardBindingsGone checks that the operator's fencing bindings of
+// each of shards do not exist.
+func assertShardBindingsGone(t *testing.T, shards ...int) {
+	t.Helper()
+	for _, i := range shards {
+		for _, name := range render.OperatorShardBindingNames(i) {
+			err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("binding %s of shard %d: want NotFound, got %v", name, i, err)
+			}
+		}
+	}
+}
+
 // TestOperatorShardFencing: with more than one shard, the API server
 // refuses a hypershift-operator pod's writes in a control-plane namespace
 // of a shard whose Lease it does not hold, a replica that lost the shard
@@ -190,12 +204,7 @@ func TestOperatorShardFencing(t *testing.T) {
 		if _, err := fencer.Reconcile(ctx, reconcile.Request{}); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range render.OperatorShardBindingNames(1) {
-			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
-			if !apierrors.IsNotFound(err) {
-				t.Errorf("binding %s of shard 1: want NotFound, got %v", name, err)
-			}
-		}
+		assertShardBindingsGone(t, 1)
 		// Labelled under two shards: judged by no binding now (ho-b holds
 		// shard 0's Lease since a subtest above; ho-a is refused by it).
 		allowed("ho-a", shard0)
@@ -214,14 +223,7 @@ func TestOperatorShardFencing(t *testing.T) {
 		if _, err := fencer.Reconcile(ctx, reconcile.Request{}); err != nil {
 			t.Fatal(err)
 		}
-		for i := range 2 {
-			for _, name := range render.OperatorShardBindingNames(i) {
-				err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
-				if !apierrors.IsNotFound(err) {
-					t.Errorf("binding %s of shard %d: want NotFound, got %v", name, i, err)
-				}
-			}
-		}
+		assertShardBindingsGone(t, 0, 1)
 		allowed("ho-a", shard0)
 		allowed("ho-b", shardNamespace(t, operatorNamespace, 0, 1))
 	})
@@ -242,14 +244,7 @@ func TestOperatorShardFencing(t *testing.T) {
 		if err := (fencingctrl.Unfenced{Reader: env.Client, Client: env.Client}).Remove(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for i := range 2 {
-			for _, name := range render.OperatorShardBindingNames(i) {
-				err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
-				if !apierrors.IsNotFound(err) {
-					t.Errorf("binding %s of shard %d: want NotFound, got %v", name, i, err)
-				}
-			}
-		}
+		assertShardBindingsGone(t, 0, 1)
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); err != nil {
 			t.Errorf("binding %s, not the operator's, is gone: %v", other.Name, err)
 		}
